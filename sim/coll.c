@@ -1,0 +1,653 @@
+/*
+ * coll.c - collectives in the engine: groups laid out over nodes, plans,
+ * the choice of algorithm, and the two fidelities.
+ *
+ * Flow: one state machine runs every algorithm. Per channel, member v is at
+ * step k (-1 before it joins). Entering step k it asks the algorithm what to
+ * do; it sends once the receiver has also reached step k (the receiver has
+ * posted its buffer, as NCCL's slots require), and it enters step k+1 when its
+ * send has arrived and the message it receives has arrived. A step with
+ * nothing to do passes at once. A member is done when all its channels are.
+ *
+ * Analytic: one event per collective, at the last member's arrival plus the
+ * algorithm's closed form on the links the collective crosses.
+ *
+ * Instances of one group are found by sequence number: each rank counts the
+ * collectives it joined on each group slot, so the n-th collective of every
+ * member is the same instance. Instances retire in order once all members
+ * are done.
+ */
+#include "sim/sim-int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const coll_op_names[SIM_COLL_NOPS] = {
+	[SIM_COLL_ALLREDUCE] = "allreduce",
+	[SIM_COLL_REDUCESCATTER] = "reducescatter",
+	[SIM_COLL_ALLGATHER] = "allgather",
+	[SIM_COLL_ALLTOALL] = "alltoall",
+	[SIM_COLL_BROADCAST] = "broadcast",
+};
+
+const char *sim_coll_op_name(enum sim_coll_op op)
+{
+	return (unsigned)op < SIM_COLL_NOPS ? coll_op_names[op] : "?";
+}
+
+int sim_coll_op_parse(const char *name)
+{
+	for (int i = 0; i < SIM_COLL_NOPS; i++)
+		if (strcmp(name, coll_op_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+double sim_coll_busbw_factor(enum sim_coll_op op, uint32_t p)
+{
+	if (p == 0)
+		return 0;
+	switch (op) {
+	case SIM_COLL_ALLREDUCE:
+		return 2.0 * (p - 1) / p;
+	case SIM_COLL_REDUCESCATTER:
+	case SIM_COLL_ALLGATHER:
+	case SIM_COLL_ALLTOALL:
+		return (double)(p - 1) / p;
+	default:
+		return 1.0;
+	}
+}
+
+double sim_coll_step_s(const struct sim_coll_links *l, double bytes)
+{
+	double t = l->bw_intra_Bps > 0 ? l->alpha_intra_s + bytes / l->bw_intra_Bps : 0;
+	if (l->bw_inter_Bps > 0) {
+		double u = l->alpha_inter_s + bytes / l->bw_inter_Bps;
+		if (u > t)
+			t = u;
+	}
+	return t;
+}
+
+/* ---- layout of a group over nodes ---------------------------------------- */
+
+struct node_key {
+	uint32_t node, idx;
+};
+
+static int node_key_cmp(const void *a, const void *b)
+{
+	const struct node_key *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Sort members by node (stable in group order); O(p log p), once per group. */
+static void group_layout(struct sim *sim, struct sim_group *g)
+{
+	if (g->by_node)
+		return;
+	struct node_key *k = xmalloc(g->n * sizeof(*k));
+	for (uint32_t i = 0; i < g->n; i++)
+		k[i] = (struct node_key){ sim->topo_ops->node_of(sim->topo, g->ranks[i]), i };
+	qsort(k, g->n, sizeof(*k), node_key_cmp);
+	g->by_node = xmalloc(g->n * sizeof(uint32_t));
+	g->node_first = xmalloc((g->n + 1) * sizeof(uint32_t));
+	g->nodes = 0;
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (i == 0 || k[i].node != k[i - 1].node)
+			g->node_first[g->nodes++] = i;
+		g->by_node[i] = k[i].idx;
+	}
+	g->node_first[g->nodes] = g->n;
+	g->per_node = g->n / g->nodes;
+	for (uint32_t x = 0; x < g->nodes; x++)
+		if (g->node_first[x + 1] - g->node_first[x] != g->per_node)
+			g->per_node = 0;
+	free(k);
+}
+
+/*
+ * The virtual order of channel c: node by node, each node's members rotated
+ * by c. A snaking ring runs every other node backwards, so that the member
+ * that leaves a node and the one that enters the next have the same local
+ * position (the same NIC rail) and channel c crosses nodes on rail c.
+ */
+static void group_order(const struct sim_group *g, int snake, uint32_t c, uint32_t *out)
+{
+	uint32_t pos = 0;
+	for (uint32_t x = 0; x < g->nodes; x++) {
+		const uint32_t *list = g->by_node + g->node_first[x];
+		uint32_t k = g->node_first[x + 1] - g->node_first[x], r = c % k;
+		for (uint32_t j = 0; j < k; j++) {
+			uint32_t i = (snake && x % 2) ? (r + 2 * k - 1 - j) % k : (r + j) % k;
+			out[pos++] = list[i];
+		}
+	}
+}
+
+/* ---- plans ----------------------------------------------------------------- */
+
+/* The slowest route of each class between ring neighbours (node-major). */
+static void group_basic_links(struct sim *sim, struct sim_group *g, struct sim_coll_links *l)
+{
+	*l = (struct sim_coll_links){ 0 };
+	for (uint32_t v = 0; v < g->n && g->n > 1; v++) {
+		uint32_t a = g->ranks[g->by_node[v]], b = g->ranks[g->by_node[(v + 1) % g->n]];
+		struct sim_route r;
+		sim->topo_ops->route(sim->topo, sim, a, b, &r);
+		int inter = sim->topo_ops->node_of(sim->topo, a) != sim->topo_ops->node_of(sim->topo, b);
+		double *al = inter ? &l->alpha_inter_s : &l->alpha_intra_s;
+		double *bw = inter ? &l->bw_inter_Bps : &l->bw_intra_Bps;
+		if (sim_ps_to_s(r.alpha_ps) > *al)
+			*al = sim_ps_to_s(r.alpha_ps);
+		if (*bw == 0 || r.bw_Bps < *bw)
+			*bw = r.bw_Bps;
+	}
+}
+
+static unsigned default_channels(struct sim *sim, const struct sim_group *g,
+				 const struct sim_coll_algo *algo)
+{
+	if (!(algo->flags & SIM_COLL_CHANNELS) || g->nodes < 2)
+		return 1;
+	uint32_t least = g->n;
+	for (uint32_t x = 0; x < g->nodes; x++) {
+		uint32_t k = g->node_first[x + 1] - g->node_first[x];
+		if (k < least)
+			least = k;
+	}
+	uint32_t rails = sim->topo_ops->rails ? sim->topo_ops->rails(sim->topo) : 1;
+	return rails < least ? rails : least;
+}
+
+/* Fill a plan of one collective; 0, or -1 with err. */
+static int plan_build(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
+		      enum sim_coll_op op, double bytes, unsigned *channels,
+		      struct sim_coll_plan *plan, char *err, size_t errlen)
+{
+	if (!(algo->ops & (1u << op))) {
+		snprintf(err, errlen, "algorithm '%s' does not implement %s", algo->name,
+			 sim_coll_op_name(op));
+		return -1;
+	}
+	group_layout(sim, g);
+	unsigned c = *channels ? *channels : default_channels(sim, g, algo);
+	struct sim_coll_links basic;
+	group_basic_links(sim, g, &basic);
+	double bw = basic.bw_inter_Bps > 0 ? basic.bw_inter_Bps : basic.bw_intra_Bps;
+	*plan = (struct sim_coll_plan){
+		.op = op, .p = g->n, .bytes = bytes, .channels = c, .root = 0,
+		.nodes = g->nodes, .per_node = g->per_node,
+		.alpha_s = basic.alpha_inter_s > basic.alpha_intra_s ? basic.alpha_inter_s
+								     : basic.alpha_intra_s,
+		.beta_s = bw > 0 ? 1.0 / bw : 0,
+	};
+	if (algo->plan(plan, err, errlen) < 0)
+		return -1;
+	*channels = c;
+	return 0;
+}
+
+/* ---- links a collective crosses (analytic costs, auto) ---------------------- */
+
+struct coll_links_memo {
+	const struct sim_coll_algo *algo;
+	enum sim_coll_op op;
+	unsigned channels;
+	struct sim_coll_links links;
+	struct coll_links_memo *next;
+};
+
+static void scratch_fit(struct sim *sim)
+{
+	if (sim->scratchcap >= sim->nlinks)
+		return;
+	uint32_t old = sim->scratchcap;
+	sim->scratchcap = sim->nlinks * 2;
+	sim->scratch = xreallocarray(sim->scratch, sim->scratchcap, sizeof(uint32_t));
+	memset(sim->scratch + old, 0, (sim->scratchcap - old) * sizeof(uint32_t));
+}
+
+struct scan_route {
+	struct sim_route r;
+	int inter;
+};
+
+/*
+ * Visit one step of the given pattern on every channel: count the messages
+ * on each link, then take each route's latency and its bandwidth shared among
+ * the messages on its busiest link. O(channels * p) routes per pattern.
+ */
+static void scan_pattern(struct sim *sim, const struct sim_group *g,
+			 const struct sim_coll_algo *algo, const struct sim_coll_plan *plan,
+			 const uint32_t *order, uint32_t k, struct sim_coll_links *l)
+{
+	uint32_t n = plan->channels * plan->p, nr = 0;
+	struct scan_route *rs = xmalloc(n * sizeof(*rs));
+	for (uint32_t c = 0; c < plan->channels; c++)
+		for (uint32_t v = 0; v < plan->p; v++) {
+			struct sim_coll_step st;
+			algo->step(plan, v, k, &st);
+			if (st.send_to < 0)
+				continue;
+			uint32_t a = g->ranks[order[c * plan->p + v]];
+			uint32_t b = g->ranks[order[c * plan->p + (uint32_t)st.send_to]];
+			struct scan_route *s = &rs[nr++];
+			sim->topo_ops->route(sim->topo, sim, a, b, &s->r);
+			s->inter = sim->topo_ops->node_of(sim->topo, a) !=
+				   sim->topo_ops->node_of(sim->topo, b);
+			scratch_fit(sim);
+			for (uint32_t i = 0; i < s->r.n; i++)
+				sim->scratch[s->r.link[i]]++;
+		}
+	for (uint32_t i = 0; i < nr; i++) {
+		const struct sim_route *r = &rs[i].r;
+		double bw = r->bw_Bps;
+		for (uint32_t j = 0; j < r->n; j++) {
+			const struct sim_link *lk = &sim->links[r->link[j]];
+			double share = lk->bw_Bps / sim->scratch[r->link[j]];
+			if (share < bw)
+				bw = share;
+		}
+		double *al = rs[i].inter ? &l->alpha_inter_s : &l->alpha_intra_s;
+		double *w = rs[i].inter ? &l->bw_inter_Bps : &l->bw_intra_Bps;
+		if (sim_ps_to_s(r->alpha_ps) > *al)
+			*al = sim_ps_to_s(r->alpha_ps);
+		if (*w == 0 || bw < *w)
+			*w = bw;
+	}
+	for (uint32_t i = 0; i < nr; i++)
+		for (uint32_t j = 0; j < rs[i].r.n; j++)
+			sim->scratch[rs[i].r.link[j]] = 0;
+	free(rs);
+}
+
+static void links_compute(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
+			  const struct sim_coll_plan *plan, struct sim_coll_links *l)
+{
+	*l = (struct sim_coll_links){ 0 };
+	uint32_t *order = xmalloc((size_t)plan->channels * plan->p * sizeof(uint32_t));
+	for (uint32_t c = 0; c < plan->channels; c++)
+		group_order(g, algo->flags & SIM_COLL_SNAKE, c, order + (size_t)c * plan->p);
+	/* Patterns seen so far: at most nsteps, usually one or log p. */
+	uint32_t *seen = xmalloc((plan->nsteps + 1) * sizeof(uint32_t)), nseen = 0;
+	for (uint32_t k = 0; k < plan->nsteps; k++) {
+		uint32_t pat = algo->pattern ? algo->pattern(plan, k) : k, i;
+		for (i = 0; i < nseen && seen[i] != pat; i++)
+			;
+		if (i < nseen)
+			continue;
+		seen[nseen++] = pat;
+		scan_pattern(sim, g, algo, plan, order, k, l);
+	}
+	free(seen);
+	free(order);
+}
+
+void sim_coll_links(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
+		    enum sim_coll_op op, double bytes, unsigned channels,
+		    struct sim_coll_links *out)
+{
+	struct sim_group *g = &sim->groups[group];
+	struct sim_coll_plan plan;
+	char err[256];
+	for (struct coll_links_memo *m = g->memo; m; m = m->next)
+		if (m->algo == algo && m->op == op && m->channels == channels) {
+			*out = m->links;
+			return;
+		}
+	unsigned c = channels;
+	if (plan_build(sim, g, algo, op, bytes, &c, &plan, err, sizeof(err)) < 0) {
+		*out = (struct sim_coll_links){ 0 };
+		return;
+	}
+	struct coll_links_memo *m = xcalloc(1, sizeof(*m));
+	*m = (struct coll_links_memo){ .algo = algo, .op = op, .channels = channels, .next = g->memo };
+	links_compute(sim, g, algo, &plan, &m->links);
+	g->memo = m;
+	*out = m->links;
+}
+
+/* Closed-form time of a planned collective on its links. */
+static double plan_time_s(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
+			  const struct sim_coll_plan *plan, unsigned channels_asked)
+{
+	struct sim_coll_links l;
+	sim_coll_links(sim, group, algo, plan->op, plan->bytes, channels_asked, &l);
+	return algo->time_s(plan, &l);
+}
+
+/* Resolve algo (NULL: the fastest by closed form) and plan it. */
+static const struct sim_coll_algo *coll_resolve(struct sim *sim, uint32_t group,
+						enum sim_coll_op op,
+						const struct sim_coll_algo *algo, double bytes,
+						unsigned *channels, struct sim_coll_plan *plan,
+						char *err, size_t errlen)
+{
+	struct sim_group *g = &sim->groups[group];
+	if (algo) {
+		unsigned c = *channels;
+		if (plan_build(sim, g, algo, op, bytes, &c, plan, err, errlen) < 0)
+			return NULL;
+		*channels = c;
+		return algo;
+	}
+	const struct sim_coll_algo *best = NULL;
+	double best_t = INFINITY;
+	unsigned best_c = 0;
+	for (const struct sim_coll_algo *const *a = sim->cfg.algos; a && *a; a++) {
+		struct sim_coll_plan p;
+		unsigned c = *channels;
+		char e[256];
+		if (plan_build(sim, g, *a, op, bytes, &c, &p, e, sizeof(e)) < 0)
+			continue;
+		double t = plan_time_s(sim, group, *a, &p, *channels);
+		if (t < best_t) {
+			best = *a, best_t = t, best_c = c, *plan = p;
+		}
+	}
+	if (!best) {
+		snprintf(err, errlen, "no algorithm implements %s on %u ranks",
+			 sim_coll_op_name(op), g->n);
+		return NULL;
+	}
+	*channels = best_c;
+	return best;
+}
+
+const struct sim_coll_algo *sim_coll_check(struct sim *sim, uint32_t group,
+					   enum sim_coll_op op,
+					   const struct sim_coll_algo *algo,
+					   double bytes, unsigned *channels,
+					   char *err, size_t errlen)
+{
+	struct sim_coll_plan plan;
+	BUG_ON(group >= sim->ngroups);
+	return coll_resolve(sim, group, op, algo, bytes, channels, &plan, err, errlen);
+}
+
+double sim_coll_time_s(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
+		       enum sim_coll_op op, double bytes, unsigned channels)
+{
+	struct sim_coll_plan plan;
+	char err[256];
+	unsigned c = channels;
+	algo = coll_resolve(sim, group, op, algo, bytes, &c, &plan, err, sizeof(err));
+	return algo ? plan_time_s(sim, group, algo, &plan, channels) : NAN;
+}
+
+/* ---- instances -------------------------------------------------------------- */
+
+enum { CM_SEND_DONE = 1, CM_RECV_DONE = 2, CM_SEND_WAIT = 4 };
+
+struct coll_member {
+	int32_t step;     /* -1 before joining, nsteps when done */
+	uint8_t flags;
+};
+
+struct coll_inst {
+	struct sim_event ev;          /* analytic completion               */
+	uint32_t group;
+	const struct sim_op *op;      /* the first joiner's op             */
+	const struct sim_coll_algo *algo;
+	unsigned channels_asked;
+	struct sim_coll_plan *plan;   /* per channel (roots differ)        */
+	uint32_t joined, finished;
+	uint32_t *order;              /* [c * p + v] -> member             */
+	uint32_t *vpos;               /* [c * p + member] -> v             */
+	struct coll_member *m;        /* [c * p + v]                       */
+	uint16_t *chan_left;          /* [member]                          */
+	uint8_t *stream;              /* [member]: stream of its op        */
+};
+
+static void inst_free(struct coll_inst *in)
+{
+	free(in->plan);
+	free(in->order);
+	free(in->vpos);
+	free(in->m);
+	free(in->chan_left);
+	free(in->stream);
+	free(in);
+}
+
+void sim_group_free(struct sim_group *g)
+{
+	for (uint32_t i = 0; i < g->nlive; i++)
+		if (g->live[i])
+			inst_free(g->live[i]);
+	while (g->memo) {
+		struct coll_links_memo *m = g->memo;
+		g->memo = m->next;
+		free(m);
+	}
+	free(g->live);
+	free(g->ranks);
+	free(g->by_node);
+	free(g->node_first);
+}
+
+static void analytic_fire(struct sim *sim, struct sim_event *ev);
+
+static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct sim_op *op)
+{
+	struct sim_group *g = &sim->groups[group];
+	struct coll_inst *in = xcalloc(1, sizeof(*in));
+	struct sim_coll_plan plan;
+	char err[256];
+	unsigned c = op->channels;
+	in->algo = coll_resolve(sim, group, op->coll, op->algo, op->bytes, &c, &plan,
+				err, sizeof(err));
+	if (!in->algo) {
+		sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
+		free(in);
+		return NULL;
+	}
+	in->ev.fire = analytic_fire;
+	in->group = group;
+	in->op = op;
+	in->channels_asked = op->channels;
+	in->chan_left = xmalloc(g->n * sizeof(uint16_t));
+	in->stream = xcalloc(g->n, 1);
+	for (uint32_t i = 0; i < g->n; i++)
+		in->chan_left[i] = (uint16_t)c;
+	in->plan = xmalloc(sizeof(plan));
+	*in->plan = plan;
+	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC)
+		return in;
+	size_t n = (size_t)c * g->n;
+	in->plan = xreallocarray(in->plan, c, sizeof(plan));
+	in->order = xmalloc(n * sizeof(uint32_t));
+	in->vpos = xmalloc(n * sizeof(uint32_t));
+	in->m = xmalloc(n * sizeof(*in->m));
+	for (uint32_t ch = 0; ch < c; ch++) {
+		uint32_t *ord = in->order + (size_t)ch * g->n;
+		group_order(g, in->algo->flags & SIM_COLL_SNAKE, ch, ord);
+		for (uint32_t v = 0; v < g->n; v++) {
+			in->vpos[(size_t)ch * g->n + ord[v]] = v;
+			in->m[(size_t)ch * g->n + v] = (struct coll_member){ .step = -1 };
+		}
+		in->plan[ch] = plan;
+		in->plan[ch].root = in->vpos[(size_t)ch * g->n + op->peer];
+	}
+	return in;
+}
+
+/* The instance for sequence number seq of a group, created on first join. */
+static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
+				  const struct sim_op *op)
+{
+	struct sim_group *g = &sim->groups[group];
+	BUG_ON(seq < g->base_seq);
+	uint32_t i = seq - g->base_seq;
+	if (i >= g->livecap) {
+		uint32_t cap = g->livecap ? g->livecap : 4;
+		while (cap <= i)
+			cap *= 2;
+		g->live = xreallocarray(g->live, cap, sizeof(*g->live));
+		memset(g->live + g->livecap, 0, (cap - g->livecap) * sizeof(*g->live));
+		g->livecap = cap;
+	}
+	if (i >= g->nlive)
+		g->nlive = i + 1;
+	if (!g->live[i])
+		g->live[i] = inst_new(sim, group, op);
+	return g->live[i];
+}
+
+/* Free the finished instances at the front, in sequence order. */
+static void group_retire(struct sim *sim, uint32_t group)
+{
+	struct sim_group *g = &sim->groups[group];
+	uint32_t k = 0;
+	while (k < g->nlive && g->live[k] && g->live[k]->finished == g->n) {
+		inst_free(g->live[k]);
+		k++;
+	}
+	if (!k)
+		return;
+	memmove(g->live, g->live + k, (g->nlive - k) * sizeof(*g->live));
+	memset(g->live + g->nlive - k, 0, k * sizeof(*g->live));
+	g->nlive -= k;
+	g->base_seq += k;
+}
+
+static void member_finish(struct sim *sim, struct coll_inst *in, uint32_t member, int later)
+{
+	const struct sim_group *g = &sim->groups[in->group];
+	in->finished++;
+	if (later)
+		sim_stream_finish_later(sim, g->ranks[member], in->stream[member]);
+	else
+		sim_stream_finish(sim, g->ranks[member], in->stream[member]);
+}
+
+static void analytic_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct coll_inst *in = container_of(ev, struct coll_inst, ev);
+	uint32_t group = in->group, n = sim->groups[group].n;
+	for (uint32_t i = 0; i < n; i++)
+		member_finish(sim, in, i, 0);
+	group_retire(sim, group);
+}
+
+/* ---- the flow state machine -------------------------------------------------- */
+
+static void xfer_arrived(struct sim *sim, struct sim_xfer *x);
+
+static void send_start(struct sim *sim, struct coll_inst *in, uint32_t c, uint32_t v,
+		       uint32_t d, uint32_t k, double bytes)
+{
+	const struct sim_group *g = &sim->groups[in->group];
+	uint32_t p = g->n;
+	uint32_t src = g->ranks[in->order[(size_t)c * p + v]];
+	uint32_t dst = g->ranks[in->order[(size_t)c * p + d]];
+	struct sim_xfer *x = sim_xfer_start(sim, src, dst, bytes, xfer_arrived, in);
+	x->a = c, x->b = v, x->c = d, x->d = k;
+}
+
+/*
+ * Move member v of channel c into step k and on through every step it can
+ * finish at once. Returns 1 if the member finished its last step.
+ */
+static int enter_step(struct sim *sim, struct coll_inst *in, uint32_t c, uint32_t v, uint32_t k)
+{
+	const struct sim_coll_plan *plan = &in->plan[c];
+	struct coll_member *M = in->m + (size_t)c * plan->p;
+	for (;; k++) {
+		struct coll_member *m = &M[v];
+		m->step = (int32_t)k;
+		if (k == plan->nsteps)
+			return 1;
+		struct sim_coll_step st;
+		in->algo->step(plan, v, k, &st);
+		m->flags = (st.send_to < 0 ? CM_SEND_DONE : 0) | (st.recv_from < 0 ? CM_RECV_DONE : 0);
+		if (st.send_to >= 0) {
+			if (M[st.send_to].step == (int32_t)k)
+				send_start(sim, in, c, v, (uint32_t)st.send_to, k, st.send_bytes);
+			else
+				m->flags |= CM_SEND_WAIT;
+		}
+		if (st.recv_from >= 0) {
+			struct coll_member *s = &M[st.recv_from];
+			if (s->step == (int32_t)k && (s->flags & CM_SEND_WAIT)) {
+				s->flags &= (uint8_t)~CM_SEND_WAIT;
+				send_start(sim, in, c, (uint32_t)st.recv_from, v, k, st.recv_bytes);
+			}
+		}
+		if ((m->flags & (CM_SEND_DONE | CM_RECV_DONE)) != (CM_SEND_DONE | CM_RECV_DONE))
+			return 0;
+	}
+}
+
+/* Channel c of member v is done; finish the member if all channels are. */
+static void channel_done(struct sim *sim, struct coll_inst *in, uint32_t c, uint32_t v, int later)
+{
+	uint32_t member = in->order[(size_t)c * in->plan->p + v];
+	if (--in->chan_left[member] == 0)
+		member_finish(sim, in, member, later);
+}
+
+static void xfer_arrived(struct sim *sim, struct sim_xfer *x)
+{
+	struct coll_inst *in = x->owner;
+	uint32_t c = x->a, s = x->b, d = x->c, k = x->d, group = in->group;
+	struct coll_member *M = in->m + (size_t)c * in->plan->p;
+	M[s].flags |= CM_SEND_DONE;
+	M[d].flags |= CM_RECV_DONE;
+	/* Decide both before moving either: moving one may finish the instance. */
+	int adv_s = (M[s].flags & (CM_SEND_DONE | CM_RECV_DONE)) == (CM_SEND_DONE | CM_RECV_DONE);
+	int adv_d = (M[d].flags & (CM_SEND_DONE | CM_RECV_DONE)) == (CM_SEND_DONE | CM_RECV_DONE);
+	int fin_s = adv_s && enter_step(sim, in, c, s, k + 1);
+	int fin_d = adv_d && enter_step(sim, in, c, d, k + 1);
+	if (fin_s)
+		channel_done(sim, in, c, s, 0);
+	if (fin_d)
+		channel_done(sim, in, c, d, 0);
+	group_retire(sim, group);
+}
+
+void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op)
+{
+	struct sim_rank *r = &sim->ranks[rank];
+	BUG_ON(op->group >= r->ngroups);
+	uint32_t group = r->groups[op->group], member = r->member[op->group];
+	uint32_t seq = r->gseq[op->group]++;
+	struct sim_group *g = &sim->groups[group];
+	if (g->n == 1) {  /* nothing to exchange */
+		sim_stream_finish_later(sim, rank, stream);
+		return;
+	}
+	struct coll_inst *in = inst_get(sim, group, seq, op);
+	if (!in)
+		return;
+	const struct sim_op *o = in->op;
+	if (o->coll != op->coll || o->bytes != op->bytes || o->algo != op->algo ||
+	    o->channels != op->channels || o->peer != op->peer) {
+		sim_fail(sim, "rank %u joined collective #%u of its group as '%s' (%s, %.0f B), "
+			 "but another member joined it as '%s' (%s, %.0f B)", rank, seq, op->name,
+			 sim_coll_op_name(op->coll), op->bytes, o->name,
+			 sim_coll_op_name(o->coll), o->bytes);
+		return;
+	}
+	in->stream[member] = (uint8_t)stream;
+	in->joined++;
+	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC) {
+		if (in->joined == g->n) {
+			double t = plan_time_s(sim, group, in->algo, in->plan, in->channels_asked);
+			sim_schedule(sim, sim->now + sim_ps_from_s(t), &in->ev);
+		}
+		return;
+	}
+	for (uint32_t c = 0; c < in->plan->channels; c++) {
+		uint32_t v = in->vpos[(size_t)c * g->n + member];
+		if (enter_step(sim, in, c, v, 0))
+			channel_done(sim, in, c, v, 1);
+	}
+	group_retire(sim, group);
+}

@@ -1,0 +1,126 @@
+/*
+ * sim-int.h - the engine's internals shared by sim.c (clock, links,
+ * transfers, ranks, point-to-point) and coll.c (collectives).
+ */
+#ifndef SIM_SIM_INT_H
+#define SIM_SIM_INT_H
+
+#include "sim/heap-int.h"
+#include "sim/sim.h"
+
+struct sim_link {
+	double bw_Bps;
+	double bytes;       /* carried so far                               */
+	sim_ps free_ps;     /* the wire is reserved until then              */
+	sim_ps busy_ps;     /* sum of the wire time of what it carried      */
+	uint32_t tag;
+};
+
+/*
+ * A message in flight. It moves in chunks: each chunk reserves every link of
+ * the route from s = max(ready, free of each link) for its own wire time on
+ * that link, and the next chunk is issued when this one has left the
+ * bottleneck link, so flows sharing a link interleave chunk by chunk. The
+ * message arrives alpha after its last chunk left the wire: latency is paid
+ * once per message, on its route, not per hop or per chunk.
+ */
+struct sim_xfer {
+	struct sim_event ev;
+	struct sim_route route;
+	double left;                 /* bytes not yet issued                */
+	uint8_t arriving;            /* ev is the arrival, not a chunk issue */
+	void (*done)(struct sim *sim, struct sim_xfer *x);
+	void *owner;                 /* the owner's context and indices     */
+	uint32_t a, b, c, d;
+	struct sim_xfer *next_free;
+};
+
+struct sim_stream {
+	struct sim_event ev;         /* compute done, or a deferred finish  */
+	uint32_t rank;
+	uint8_t id;
+	uint8_t busy;
+	uint32_t next;               /* head op: index into the stream list */
+	sim_ps start;
+};
+
+struct sim_rank {
+	const struct sim_program *prog;
+	uint32_t groups[SIM_MAX_GROUPS];  /* slot -> group id               */
+	uint32_t member[SIM_MAX_GROUPS];  /* slot -> member index in it     */
+	uint32_t gseq[SIM_MAX_GROUPS];    /* slot -> collectives joined     */
+	uint8_t ngroups;
+	uint32_t left;                    /* ops not finished               */
+	sim_ps end;
+	struct sim_stream s[SIM_MAX_STREAMS];
+};
+
+struct coll_inst;
+struct coll_links_memo;
+
+struct sim_group {
+	uint32_t n;
+	uint32_t *ranks;
+	/* Layout over nodes, built on first use (coll.c). */
+	uint32_t *by_node;      /* members sorted by node, stable          */
+	uint32_t *node_first;   /* nodes+1 offsets into by_node             */
+	uint32_t nodes, per_node;
+	struct coll_links_memo *memo;
+	/* Live collective instances, by sequence number from base_seq. */
+	struct coll_inst **live;
+	uint32_t base_seq, nlive, livecap;
+};
+
+/* A rank's membership of a group, found when the rank is started. */
+struct sim_membership {
+	uint32_t group, member;
+};
+
+struct sim {
+	struct sim_config cfg;
+	sim_ps now;
+	uint64_t events;
+	struct sim_heap heap;
+	const struct sim_topo_ops *topo_ops;
+	void *topo;
+	const struct sim_recorder_ops *rec;
+	void *rec_ctx;
+
+	struct sim_link *links;
+	uint32_t nlinks, linkcap;
+
+	uint32_t nranks;
+	struct sim_rank *ranks;
+	/* Groups each rank belongs to: CSR built lazily from the groups. */
+	struct sim_membership **memberships;
+	uint32_t *nmemberships;
+
+	struct sim_group *groups;
+	uint32_t ngroups, groupcap;
+
+	struct sim_xfer *xfer_free;
+	void **xfer_blocks;
+	uint32_t nxfer_blocks;
+
+	struct p2p_map *p2p;
+	uint32_t *scratch;           /* nlinks counters for coll.c          */
+	uint32_t scratchcap;
+
+	char *err;                   /* first fatal error of the run        */
+};
+
+/* sim.c */
+void sim_fail(struct sim *sim, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, double bytes,
+				void (*done)(struct sim *, struct sim_xfer *), void *owner);
+/* The op running at the head of a stream has finished now. */
+void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream);
+/* Finish it at the current time through an event (no recursion). */
+void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream);
+const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream);
+
+/* coll.c */
+void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
+void sim_group_free(struct sim_group *g);
+
+#endif

@@ -1,0 +1,669 @@
+/*
+ * sim.c - the engine core: clock and event loop, links and chunked
+ * transfers, programs, ranks and their streams, point-to-point matching.
+ * Collectives are in coll.c.
+ *
+ * Invariants:
+ * - sim->now never decreases; every event is scheduled at t >= now.
+ * - A stream runs at most one op at a time: the op at stream_ops[next],
+ *   while busy. An op of stream s at position pos is finished iff
+ *   rank.s[s].next > pos, so dependencies need no per-op state per rank and
+ *   ranks can share one program.
+ * - Finishing an op never recurses into another finish: ops that end at
+ *   once (a collective of one member) finish through an event at now.
+ */
+#include "sim/sim-int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names ------------------------------------------------------------ */
+
+static const char *const op_kind_names[SIM_OP_NKINDS] = {
+	[SIM_OP_COMPUTE] = "compute",
+	[SIM_OP_COLL] = "coll",
+	[SIM_OP_SEND] = "send",
+	[SIM_OP_RECV] = "recv",
+};
+
+const char *sim_op_kind_name(enum sim_op_kind kind)
+{
+	return (unsigned)kind < SIM_OP_NKINDS ? op_kind_names[kind] : "?";
+}
+
+const char *sim_fidelity_name(enum sim_fidelity f)
+{
+	return f == SIM_FIDELITY_ANALYTIC ? "analytic" : "flow";
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+void sim_config_init(struct sim_config *cfg)
+{
+	*cfg = (struct sim_config){
+		.fidelity = SIM_FIDELITY_FLOW,
+		.chunk_bytes = SIM_DEFAULT_CHUNK_BYTES,
+		.algos = NULL,
+	};
+}
+
+struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
+		    const struct sim_topo_ops *topo_ops, void *topo)
+{
+	struct sim *sim = xcalloc(1, sizeof(*sim));
+	sim->cfg = *cfg;
+	if (!(sim->cfg.chunk_bytes > 0))
+		sim->cfg.chunk_bytes = SIM_DEFAULT_CHUNK_BYTES;
+	sim_heap_init(&sim->heap);
+	sim->topo_ops = topo_ops;
+	sim->topo = topo;
+	sim->nranks = nranks;
+	sim->ranks = xcalloc(nranks, sizeof(*sim->ranks));
+	return sim;
+}
+
+struct p2p_map;
+static void p2p_free(struct p2p_map *m);
+
+void sim_free(struct sim *sim)
+{
+	if (!sim)
+		return;
+	for (uint32_t g = 0; g < sim->ngroups; g++)
+		sim_group_free(&sim->groups[g]);
+	free(sim->groups);
+	for (uint32_t i = 0; i < sim->nxfer_blocks; i++)
+		free(sim->xfer_blocks[i]);
+	free(sim->xfer_blocks);
+	if (sim->memberships)
+		free(sim->memberships[0]);
+	free(sim->memberships);
+	free(sim->nmemberships);
+	p2p_free(sim->p2p);
+	free(sim->links);
+	free(sim->ranks);
+	free(sim->scratch);
+	free(sim->err);
+	sim_heap_clear(&sim->heap);
+	free(sim);
+}
+
+uint32_t sim_nranks(const struct sim *sim) { return sim->nranks; }
+sim_ps sim_now(const struct sim *sim) { return sim->now; }
+uint64_t sim_events(const struct sim *sim) { return sim->events; }
+const char *sim_error(const struct sim *sim) { return sim->err; }
+
+void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx)
+{
+	sim->rec = ops;
+	sim->rec_ctx = ctx;
+}
+
+void sim_fail(struct sim *sim, const char *fmt, ...)
+{
+	if (sim->err)
+		return;  /* keep the first cause */
+	va_list ap;
+	va_start(ap, fmt);
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sim->err = xstrdup(buf);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+void sim_schedule(struct sim *sim, sim_ps t, struct sim_event *ev)
+{
+	BUG_ON(t < sim->now);
+	sim_heap_push(&sim->heap, t, ev);
+}
+
+static int report_stuck(struct sim *sim);
+
+int sim_run(struct sim *sim)
+{
+	struct sim_heap_entry e;
+	while (!sim->err && sim_heap_pop(&sim->heap, &e)) {
+		sim->now = e.t;
+		sim->events++;
+		e.ev->fire(sim, e.ev);
+	}
+	if (!sim->err)
+		report_stuck(sim);
+	return sim->err ? -1 : 0;
+}
+
+/* ---- links ------------------------------------------------------------- */
+
+uint32_t sim_link_add(struct sim *sim, double bw_Bps, uint32_t tag)
+{
+	BUG_ON(!(bw_Bps > 0));
+	if (sim->nlinks == sim->linkcap) {
+		sim->linkcap = sim->linkcap ? 2 * sim->linkcap : 64;
+		sim->links = xreallocarray(sim->links, sim->linkcap, sizeof(*sim->links));
+	}
+	sim->links[sim->nlinks] = (struct sim_link){ .bw_Bps = bw_Bps, .tag = tag };
+	return sim->nlinks++;
+}
+
+uint32_t sim_nlinks(const struct sim *sim) { return sim->nlinks; }
+
+void sim_link_stats(const struct sim *sim, uint32_t link, struct sim_link_stats *out)
+{
+	BUG_ON(link >= sim->nlinks);
+	const struct sim_link *l = &sim->links[link];
+	*out = (struct sim_link_stats){
+		.bw_Bps = l->bw_Bps, .bytes = l->bytes, .busy_ps = l->busy_ps, .tag = l->tag,
+	};
+}
+
+/* ---- transfers --------------------------------------------------------- */
+
+static sim_ps wire_ps(double bytes, double bw_Bps)
+{
+	return bw_Bps > 0 ? sim_ps_from_s(bytes / bw_Bps) : 0;
+}
+
+/* Reserve the route for the next chunk and schedule what follows it. */
+static void xfer_issue(struct sim *sim, struct sim_xfer *x)
+{
+	double chunk = sim->cfg.chunk_bytes;
+	double c = x->left <= chunk ? x->left : chunk;
+	sim_ps s = sim->now;
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		sim_ps f = sim->links[x->route.link[i]].free_ps;
+		if (f > s)
+			s = f;
+	}
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		struct sim_link *l = &sim->links[x->route.link[i]];
+		sim_ps w = wire_ps(c, l->bw_Bps);
+		l->free_ps = s + w;
+		l->busy_ps += w;
+		l->bytes += c;
+	}
+	x->left = x->left <= chunk ? 0 : x->left - c;
+	sim_ps leave = s + wire_ps(c, x->route.bw_Bps);
+	x->arriving = x->left == 0;
+	sim_schedule(sim, x->arriving ? leave + x->route.alpha_ps : leave, &x->ev);
+}
+
+static void xfer_release(struct sim *sim, struct sim_xfer *x)
+{
+	x->next_free = sim->xfer_free;
+	sim->xfer_free = x;
+}
+
+static void xfer_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct sim_xfer *x = container_of(ev, struct sim_xfer, ev);
+	if (!x->arriving) {
+		xfer_issue(sim, x);
+		return;
+	}
+	x->done(sim, x);
+	xfer_release(sim, x);
+}
+
+/* Transfers come from a free list refilled a block at a time. */
+static struct sim_xfer *xfer_alloc(struct sim *sim)
+{
+	if (!sim->xfer_free) {
+		enum { BLOCK = 1024 };
+		struct sim_xfer *b = xcalloc(BLOCK, sizeof(*b));
+		sim->xfer_blocks = xreallocarray(sim->xfer_blocks, sim->nxfer_blocks + 1,
+						 sizeof(*sim->xfer_blocks));
+		sim->xfer_blocks[sim->nxfer_blocks++] = b;
+		for (int i = BLOCK - 1; i >= 0; i--)
+			xfer_release(sim, &b[i]);
+	}
+	struct sim_xfer *x = sim->xfer_free;
+	sim->xfer_free = x->next_free;
+	return x;
+}
+
+struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, double bytes,
+				void (*done)(struct sim *, struct sim_xfer *), void *owner)
+{
+	struct sim_xfer *x = xfer_alloc(sim);
+	x->ev.fire = xfer_fire;
+	x->left = bytes > 0 ? bytes : 0;
+	x->done = done;
+	x->owner = owner;
+	if (src == dst) {
+		x->route = (struct sim_route){ .alpha_ps = 0, .bw_Bps = 0, .n = 0 };
+	} else {
+		sim->topo_ops->route(sim->topo, sim, src, dst, &x->route);
+		BUG_ON(x->route.n > SIM_ROUTE_MAX);
+	}
+	xfer_issue(sim, x);
+	return x;
+}
+
+/* ---- programs ---------------------------------------------------------- */
+
+struct sim_program *sim_program_new(void)
+{
+	return xcalloc(1, sizeof(struct sim_program));
+}
+
+void sim_program_free(struct sim_program *prog)
+{
+	if (!prog)
+		return;
+	for (uint32_t i = 0; i < prog->nnames; i++)
+		free(prog->names[i]);
+	for (int s = 0; s < SIM_MAX_STREAMS; s++)
+		free(prog->stream_ops[s]);
+	free(prog->names);
+	free(prog->ops);
+	free(prog->deps);
+	free(prog);
+}
+
+/* Append an op of the given kind on a stream; the caller fills the rest. */
+static struct sim_op *program_add(struct sim_program *prog, enum sim_op_kind kind,
+				  unsigned stream, const char *name)
+{
+	BUG_ON(stream >= SIM_MAX_STREAMS);
+	if (prog->nops == prog->cap) {
+		prog->cap = prog->cap ? 2 * prog->cap : 16;
+		prog->ops = xreallocarray(prog->ops, prog->cap, sizeof(*prog->ops));
+	}
+	if (prog->stream_n[stream] == prog->stream_cap[stream]) {
+		uint32_t c = prog->stream_cap[stream] ? 2 * prog->stream_cap[stream] : 16;
+		prog->stream_ops[stream] = xreallocarray(prog->stream_ops[stream], c, sizeof(uint32_t));
+		prog->stream_cap[stream] = c;
+	}
+	if (prog->nnames == prog->namecap) {
+		prog->namecap = prog->namecap ? 2 * prog->namecap : 16;
+		prog->names = xreallocarray(prog->names, prog->namecap, sizeof(char *));
+	}
+	prog->names[prog->nnames] = xstrdup(name ? name : "");
+	struct sim_op *op = &prog->ops[prog->nops];
+	*op = (struct sim_op){
+		.kind = (uint8_t)kind,
+		.stream = (uint8_t)stream,
+		.pos = prog->stream_n[stream],
+		.dep0 = prog->ndeps,
+		.name = prog->names[prog->nnames++],
+	};
+	prog->stream_ops[stream][prog->stream_n[stream]++] = prog->nops++;
+	return op;
+}
+
+uint32_t sim_program_compute(struct sim_program *prog, unsigned stream, const char *name,
+			     sim_ps dur_ps, double flops, double bytes)
+{
+	BUG_ON(dur_ps < 0);
+	struct sim_op *op = program_add(prog, SIM_OP_COMPUTE, stream, name);
+	op->dur_ps = dur_ps;
+	op->flops = flops;
+	op->bytes = bytes;
+	return prog->nops - 1;
+}
+
+uint32_t sim_program_coll(struct sim_program *prog, unsigned stream, const char *name,
+			  enum sim_coll_op cop, const struct sim_coll_algo *algo,
+			  unsigned group, double bytes, unsigned channels, uint32_t root)
+{
+	BUG_ON(group >= SIM_MAX_GROUPS || cop >= SIM_COLL_NOPS || channels > UINT16_MAX);
+	struct sim_op *op = program_add(prog, SIM_OP_COLL, stream, name);
+	op->coll = (uint8_t)cop;
+	op->algo = algo;
+	op->group = (uint8_t)group;
+	op->bytes = bytes;
+	op->channels = (uint16_t)channels;
+	op->peer = root;
+	return prog->nops - 1;
+}
+
+static uint32_t program_p2p(struct sim_program *prog, enum sim_op_kind kind, unsigned stream,
+			    const char *name, unsigned group, uint32_t peer, double bytes)
+{
+	BUG_ON(group >= SIM_MAX_GROUPS);
+	struct sim_op *op = program_add(prog, kind, stream, name);
+	op->group = (uint8_t)group;
+	op->peer = peer;
+	op->bytes = bytes;
+	return prog->nops - 1;
+}
+
+uint32_t sim_program_send(struct sim_program *prog, unsigned stream, const char *name,
+			  unsigned group, uint32_t peer, double bytes)
+{
+	return program_p2p(prog, SIM_OP_SEND, stream, name, group, peer, bytes);
+}
+
+uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char *name,
+			  unsigned group, uint32_t peer, double bytes)
+{
+	return program_p2p(prog, SIM_OP_RECV, stream, name, group, peer, bytes);
+}
+
+void sim_program_dep(struct sim_program *prog, uint32_t dep)
+{
+	BUG_ON(prog->nops == 0 || dep >= prog->nops - 1);
+	struct sim_op *op = &prog->ops[prog->nops - 1];
+	/* A dependency on an earlier op of the same stream is implied by order. */
+	if (prog->ops[dep].stream == op->stream)
+		return;
+	if (prog->ndeps == prog->depcap) {
+		prog->depcap = prog->depcap ? 2 * prog->depcap : 16;
+		prog->deps = xreallocarray(prog->deps, prog->depcap, sizeof(uint32_t));
+	}
+	prog->deps[prog->ndeps++] = dep;
+	op->ndeps++;
+}
+
+/* ---- groups ------------------------------------------------------------ */
+
+uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n)
+{
+	BUG_ON(n == 0);
+	if (sim->ngroups == sim->groupcap) {
+		sim->groupcap = sim->groupcap ? 2 * sim->groupcap : 16;
+		sim->groups = xreallocarray(sim->groups, sim->groupcap, sizeof(*sim->groups));
+	}
+	struct sim_group *g = &sim->groups[sim->ngroups];
+	*g = (struct sim_group){ .n = n, .ranks = xmalloc(n * sizeof(uint32_t)) };
+	for (uint32_t i = 0; i < n; i++) {
+		BUG_ON(ranks[i] >= sim->nranks);
+		g->ranks[i] = ranks[i];
+	}
+	/* Memberships are rebuilt on the next rank start. */
+	if (sim->memberships) {
+		free(sim->memberships[0]);
+		free(sim->memberships);
+		free(sim->nmemberships);
+		sim->memberships = NULL;
+		sim->nmemberships = NULL;
+	}
+	return sim->ngroups++;
+}
+
+uint32_t sim_group_size(const struct sim *sim, uint32_t group)
+{
+	BUG_ON(group >= sim->ngroups);
+	return sim->groups[group].n;
+}
+
+/* Index, for every rank, the groups it belongs to: O(sum of group sizes). */
+static void build_memberships(struct sim *sim)
+{
+	size_t total = 0;
+	sim->nmemberships = xcalloc(sim->nranks, sizeof(uint32_t));
+	for (uint32_t g = 0; g < sim->ngroups; g++) {
+		total += sim->groups[g].n;
+		for (uint32_t i = 0; i < sim->groups[g].n; i++)
+			sim->nmemberships[sim->groups[g].ranks[i]]++;
+	}
+	struct sim_membership *all = xmalloc((total ? total : 1) * sizeof(*all));
+	sim->memberships = xmalloc((sim->nranks ? sim->nranks : 1) * sizeof(*sim->memberships));
+	size_t off = 0;
+	for (uint32_t r = 0; r < sim->nranks; r++) {
+		sim->memberships[r] = all + off;
+		off += sim->nmemberships[r];
+		sim->nmemberships[r] = 0;
+	}
+	for (uint32_t g = 0; g < sim->ngroups; g++)
+		for (uint32_t i = 0; i < sim->groups[g].n; i++) {
+			uint32_t r = sim->groups[g].ranks[i];
+			sim->memberships[r][sim->nmemberships[r]++] =
+				(struct sim_membership){ .group = g, .member = i };
+		}
+	if (total == 0)  /* keep memberships[0] freeable */
+		sim->memberships[0] = all;
+}
+
+static uint32_t member_of(struct sim *sim, uint32_t rank, uint32_t group)
+{
+	for (uint32_t i = 0; i < sim->nmemberships[rank]; i++)
+		if (sim->memberships[rank][i].group == group)
+			return sim->memberships[rank][i].member;
+	BUG("rank %u is not a member of group %u", rank, group);
+}
+
+/* ---- ranks and streams --------------------------------------------------- */
+
+static void stream_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct sim_stream *s = container_of(ev, struct sim_stream, ev);
+	sim_stream_finish(sim, s->rank, s->id);
+}
+
+const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	const struct sim_stream *s = &r->s[stream];
+	return &r->prog->ops[r->prog->stream_ops[stream][s->next]];
+}
+
+static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
+
+/* Start the head op of a stream if the stream is idle and its deps are done. */
+static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
+{
+	struct sim_rank *r = &sim->ranks[rank];
+	struct sim_stream *s = &r->s[stream];
+	const struct sim_program *prog = r->prog;
+	if (s->busy || s->next >= prog->stream_n[stream])
+		return;
+	const struct sim_op *op = &prog->ops[prog->stream_ops[stream][s->next]];
+	for (uint32_t i = 0; i < op->ndeps; i++) {
+		const struct sim_op *d = &prog->ops[prog->deps[op->dep0 + i]];
+		if (r->s[d->stream].next <= d->pos)
+			return;
+	}
+	s->busy = 1;
+	s->start = sim->now;
+	switch (op->kind) {
+	case SIM_OP_COMPUTE:
+		sim_schedule(sim, sim->now + op->dur_ps, &s->ev);
+		break;
+	case SIM_OP_COLL:
+		sim_coll_join(sim, rank, stream, op);
+		break;
+	case SIM_OP_SEND:
+	case SIM_OP_RECV:
+		p2p_post(sim, rank, stream, op);
+		break;
+	default:
+		BUG("op kind %u", op->kind);
+	}
+}
+
+static void rank_try_start(struct sim *sim, uint32_t rank)
+{
+	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
+		stream_try_start(sim, rank, s);
+}
+
+void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
+{
+	struct sim_rank *r = &sim->ranks[rank];
+	struct sim_stream *s = &r->s[stream];
+	BUG_ON(!s->busy);
+	const struct sim_op *op = sim_stream_head(sim, rank, stream);
+	if (sim->rec)
+		sim->rec->op_done(sim->rec_ctx, rank, op, s->start, sim->now);
+	s->busy = 0;
+	s->next++;
+	r->left--;
+	r->end = sim->now;
+	/* The finished op may have been the last dependency of another head:
+	 * look at every stream (a handful), its own first. */
+	stream_try_start(sim, rank, stream);
+	rank_try_start(sim, rank);
+}
+
+void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)
+{
+	sim_schedule(sim, sim->now, &sim->ranks[rank].s[stream].ev);
+}
+
+void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
+		    const uint32_t *groups, unsigned ngroups)
+{
+	BUG_ON(rank >= sim->nranks || ngroups > SIM_MAX_GROUPS);
+	struct sim_rank *r = &sim->ranks[rank];
+	BUG_ON(r->left != 0);
+	if (!sim->memberships)
+		build_memberships(sim);
+	r->prog = prog;
+	r->ngroups = (uint8_t)ngroups;
+	for (unsigned i = 0; i < ngroups; i++) {
+		BUG_ON(groups[i] >= sim->ngroups);
+		r->groups[i] = groups[i];
+		r->member[i] = member_of(sim, rank, groups[i]);
+		r->gseq[i] = 0;
+	}
+	r->left = prog->nops;
+	r->end = sim->now;
+	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
+		r->s[s] = (struct sim_stream){
+			.ev.fire = stream_fire, .rank = rank, .id = (uint8_t)s,
+		};
+	rank_try_start(sim, rank);
+}
+
+sim_ps sim_rank_end(const struct sim *sim, uint32_t rank)
+{
+	return sim->ranks[rank].end;
+}
+
+/* After the heap ran dry: any rank with ops left is stuck. */
+static int report_stuck(struct sim *sim)
+{
+	for (uint32_t rank = 0; rank < sim->nranks; rank++) {
+		const struct sim_rank *r = &sim->ranks[rank];
+		if (!r->left)
+			continue;
+		for (unsigned s = 0; s < SIM_MAX_STREAMS; s++) {
+			if (r->s[s].next >= r->prog->stream_n[s])
+				continue;
+			const struct sim_op *op = sim_stream_head(sim, rank, s);
+			sim_fail(sim, "deadlock: rank %u cannot finish op '%s' (%s, stream %u)%s",
+				 rank, op->name, sim_op_kind_name(op->kind), s,
+				 r->s[s].busy ? ": it waits for its peers" : ": a dependency never finished");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- point-to-point ----------------------------------------------------- */
+
+/*
+ * Sends and receives meet by (source rank, destination rank) in program
+ * order, as NCCL's send/recv do: the n-th send from a to b pairs with the
+ * n-th receive on b from a. The transfer starts when both are posted
+ * (rendezvous) and both ops finish when it has arrived. Waiting posts of one
+ * pair sit in a small ring: a rank has at most SIM_MAX_STREAMS ops running.
+ */
+struct p2p_wait {
+	uint32_t rank;
+	uint8_t stream;
+};
+
+struct p2p_pair {
+	uint64_t key;            /* src << 32 | dst, plus one so 0 is empty   */
+	int32_t count;           /* > 0: sends waiting, < 0: receives waiting */
+	uint8_t head;
+	struct p2p_wait q[SIM_MAX_STREAMS];
+};
+
+struct p2p_map {
+	struct p2p_pair *slots;
+	uint32_t cap, used;      /* open addressing, linear probing           */
+};
+
+static void p2p_free(struct p2p_map *m)
+{
+	if (!m)
+		return;
+	free(m->slots);
+	free(m);
+}
+
+static uint32_t p2p_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (uint32_t)key;
+}
+
+static struct p2p_pair *p2p_slot(struct p2p_map *m, uint64_t key)
+{
+	uint32_t i = p2p_hash(key) & (m->cap - 1);
+	while (m->slots[i].key && m->slots[i].key != key)
+		i = (i + 1) & (m->cap - 1);
+	return &m->slots[i];
+}
+
+/* The pair's entry, created on first use; the table stays under half full. */
+static struct p2p_pair *p2p_find(struct sim *sim, uint32_t src, uint32_t dst)
+{
+	struct p2p_map *m = sim->p2p;
+	if (!m)
+		m = sim->p2p = xcalloc(1, sizeof(*m));
+	if (2 * (m->used + 1) > m->cap) {
+		struct p2p_map old = *m;
+		m->cap = m->cap ? 2 * m->cap : 64;
+		m->slots = xcalloc(m->cap, sizeof(*m->slots));
+		for (uint32_t i = 0; i < old.cap; i++)
+			if (old.slots[i].key)
+				*p2p_slot(m, old.slots[i].key) = old.slots[i];
+		free(old.slots);
+	}
+	uint64_t key = (((uint64_t)src << 32) | dst) + 1;
+	struct p2p_pair *p = p2p_slot(m, key);
+	if (!p->key) {
+		p->key = key;
+		m->used++;
+	}
+	return p;
+}
+
+static void p2p_arrived(struct sim *sim, struct sim_xfer *x)
+{
+	sim_stream_finish(sim, x->a, x->b);
+	sim_stream_finish(sim, x->c, x->d);
+}
+
+static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	BUG_ON(op->group >= r->ngroups);
+	const struct sim_group *g = &sim->groups[r->groups[op->group]];
+	if (op->peer >= g->n) {
+		sim_fail(sim, "rank %u: %s '%s' names member %u of a group of %u",
+			 rank, sim_op_kind_name(op->kind), op->name, op->peer, g->n);
+		return;
+	}
+	uint32_t peer = g->ranks[op->peer];
+	int is_send = op->kind == SIM_OP_SEND;
+	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer) : p2p_find(sim, peer, rank);
+	int sign = is_send ? 1 : -1;
+	if (p->count * sign < 0) {
+		/* The other side is waiting: take the oldest and start. */
+		struct p2p_wait w = p->q[p->head];
+		p->head = (uint8_t)((p->head + 1) % SIM_MAX_STREAMS);
+		p->count += sign;
+		uint32_t src = is_send ? rank : w.rank, dst = is_send ? w.rank : rank;
+		unsigned ss = is_send ? stream : w.stream, ds = is_send ? w.stream : stream;
+		double bytes = is_send ? op->bytes : sim_stream_head(sim, w.rank, w.stream)->bytes;
+		struct sim_xfer *x = sim_xfer_start(sim, src, dst, bytes, p2p_arrived, NULL);
+		x->a = src, x->b = ss, x->c = dst, x->d = ds;
+		return;
+	}
+	int waiting = p->count * sign;
+	BUG_ON(waiting >= SIM_MAX_STREAMS);
+	p->q[(p->head + waiting) % SIM_MAX_STREAMS] = (struct p2p_wait){ rank, (uint8_t)stream };
+	p->count += sign;
+}

@@ -1,0 +1,329 @@
+/*
+ * sim.h - the event engine: virtual clock, event heap, ranks with streams
+ * running programs of ops, links with chunked transfers, collectives.
+ *
+ * One struct sim holds all state of one simulation; there are no globals, so
+ * several simulations may live in one process. The caller owns programs,
+ * topology and recorder and must keep them alive while the sim runs; the sim
+ * owns its links, groups, events and collective instances.
+ *
+ * Time is an integer count of picoseconds. Events are ordered by (time,
+ * insertion sequence), so equal times resolve in the order they were
+ * scheduled and every run of the same input is identical.
+ *
+ * Layers above fill in the interfaces declared here: topology/ implements
+ * struct sim_topo_ops (routes between ranks over links it adds with
+ * sim_link_add), collectives/ implements struct sim_coll_algo, and a
+ * recorder (sim/store.h for SQLite) implements struct sim_recorder_ops.
+ */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/util.h"
+
+struct sim;
+
+/* ---- events ---------------------------------------------------------- */
+
+/*
+ * An event is embedded in the struct that owns it (a stream, a transfer, a
+ * collective) and scheduled at most once at a time; the handler finds its
+ * owner with container_of. Nothing is allocated per event.
+ */
+struct sim_event {
+	void (*fire)(struct sim *sim, struct sim_event *ev);
+};
+
+/* Schedule ev at absolute time t (t >= sim_now). */
+void sim_schedule(struct sim *sim, sim_ps t, struct sim_event *ev);
+sim_ps sim_now(const struct sim *sim);
+/* Events dispatched so far. */
+uint64_t sim_events(const struct sim *sim);
+
+/* ---- links and routes ------------------------------------------------- */
+
+/* Longest route, in links (GPU - NIC - leaf - spine - leaf - NIC - GPU). */
+#define SIM_ROUTE_MAX 8
+
+/*
+ * A route: the directed links a message crosses, the latency it pays once
+ * (cut-through) and its bottleneck bandwidth (the smallest of its links').
+ */
+struct sim_route {
+	sim_ps alpha_ps;
+	double bw_Bps;
+	uint32_t n;
+	uint32_t link[SIM_ROUTE_MAX];
+};
+
+/*
+ * Add a directed link of bandwidth bw_Bps. tag is the topology's own
+ * description of the link (kind and endpoints), handed back to its
+ * link_name(). Returns the link id, dense from 0.
+ */
+uint32_t sim_link_add(struct sim *sim, double bw_Bps, uint32_t tag);
+uint32_t sim_nlinks(const struct sim *sim);
+
+/* What one link carried: bytes, time busy with them, its bandwidth. */
+struct sim_link_stats {
+	double bw_Bps;
+	double bytes;
+	sim_ps busy_ps;
+	uint32_t tag;
+};
+void sim_link_stats(const struct sim *sim, uint32_t link, struct sim_link_stats *out);
+
+/*
+ * What the engine needs of a cluster. route() may add links lazily (the
+ * ideal cluster joins each pair of ranks by its own link, created on first
+ * use). node_of() numbers nodes densely; rails is the number of NICs per node
+ * (the default channel count of ring collectives across nodes).
+ */
+struct sim_topo_ops {
+	void (*route)(void *topo, struct sim *sim, uint32_t src, uint32_t dst,
+		      struct sim_route *out);
+	uint32_t (*node_of)(void *topo, uint32_t rank);
+	uint32_t (*rails)(void *topo);
+	/* Human-readable name of a link, from its tag ("node3.nic5.tx"). */
+	void (*link_name)(void *topo, uint32_t tag, char *buf, size_t len);
+};
+
+/* ---- collectives ------------------------------------------------------ */
+
+enum sim_coll_op {
+	SIM_COLL_ALLREDUCE,
+	SIM_COLL_REDUCESCATTER,
+	SIM_COLL_ALLGATHER,
+	SIM_COLL_ALLTOALL,
+	SIM_COLL_BROADCAST,
+	SIM_COLL_NOPS
+};
+
+const char *sim_coll_op_name(enum sim_coll_op op);
+/* Returns the op or -1 for an unknown name. */
+int sim_coll_op_parse(const char *name);
+/* nccl-tests bus bandwidth factor (SPEC C6): 2(p-1)/p, (p-1)/p or 1. */
+double sim_coll_busbw_factor(enum sim_coll_op op, uint32_t p);
+
+/*
+ * One collective on one group as an algorithm sees it. Members are numbered
+ * in "virtual" order 0..p-1: the engine lays the group's members out node by
+ * node (a ring snakes through nodes so that consecutive nodes meet on one NIC
+ * rail, one rotation per channel) and hands that order to the algorithm.
+ */
+struct sim_coll_plan {
+	enum sim_coll_op op;
+	uint32_t p;          /* members                                       */
+	double bytes;        /* n: the full buffer (SPEC.md's convention)     */
+	uint32_t channels;   /* c >= 1: the data is split over c channels     */
+	uint32_t root;       /* broadcast root, a virtual index                */
+	uint32_t nodes;      /* nodes the members sit on                      */
+	uint32_t per_node;   /* members per node, 0 if it differs by node     */
+	double alpha_s;      /* slowest route's latency, for the algorithm's  */
+	double beta_s;       /* own choices (broadcast slices): s and s/B     */
+	uint32_t nsteps;     /* filled by plan()                              */
+	uint32_t slices;     /* filled by plan(): broadcast pipeline slices   */
+};
+
+/* What virtual member v does in one step: at most one send, one receive. */
+struct sim_coll_step {
+	int32_t send_to;     /* virtual index, or -1 */
+	int32_t recv_from;   /* virtual index, or -1 */
+	double send_bytes;
+	double recv_bytes;
+};
+
+/* Latency and bandwidth of the routes inside a node and across nodes. */
+struct sim_coll_links {
+	double alpha_intra_s, bw_intra_Bps;
+	double alpha_inter_s, bw_inter_Bps;  /* both 0 if the group is in one node */
+};
+
+/* Algorithm flags. */
+#define SIM_COLL_SNAKE    1u  /* lay members out as a ring snaking through nodes */
+#define SIM_COLL_CHANNELS 2u  /* default channels across nodes: one per NIC rail */
+
+/*
+ * A collective algorithm: one file in collectives/, one line in its table.
+ * The engine runs every algorithm with one state machine (sim/coll.c): a
+ * member at step k sends its message (once the receiver has reached step k)
+ * and waits for the one it receives; it enters step k+1 when both are done.
+ * Every algorithm's step() must be consistent: if v sends to d at step k,
+ * then d receives from v at step k, the same bytes.
+ */
+struct sim_coll_algo {
+	const char *name;
+	const char *help;
+	unsigned ops;        /* bit (1u << op) for each op it implements */
+	unsigned flags;      /* SIM_COLL_* */
+	/* Check the plan (p, layout) and fill nsteps (and slices). 0 or -1 with err. */
+	int (*plan)(struct sim_coll_plan *plan, char *err, size_t errlen);
+	/* What virtual member v does at step k, on one channel. */
+	void (*step)(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
+		     struct sim_coll_step *out);
+	/* Steps of equal pattern use the same peers: sim_coll_links() looks at
+	 * one step of each pattern only (ring: one pattern; rd: one per step). */
+	uint32_t (*pattern)(const struct sim_coll_plan *plan, uint32_t k);
+	/* Closed-form time in seconds on the given links, without contention. */
+	double (*time_s)(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+};
+
+/* ---- programs ---------------------------------------------------------- */
+
+enum sim_op_kind {
+	SIM_OP_COMPUTE,  /* occupies its stream for dur_ps                  */
+	SIM_OP_COLL,     /* a collective on one of the rank's groups        */
+	SIM_OP_SEND,     /* point-to-point send to a member of a group      */
+	SIM_OP_RECV,     /* the matching receive                            */
+	SIM_OP_NKINDS
+};
+
+const char *sim_op_kind_name(enum sim_op_kind kind);
+
+/* Streams per rank: compute and communication, as CUDA streams. */
+#define SIM_MAX_STREAMS 6
+/* Group slots per rank (world, TP, CP, PP, DP, EP, ...). */
+#define SIM_MAX_GROUPS 8
+
+/*
+ * One op of a program. Ops of one stream run in program order; an op may also
+ * wait for ops of other streams of the same rank (deps). Cross-rank ordering
+ * comes only from communication: collectives and send/recv pairs.
+ */
+struct sim_op {
+	uint8_t kind;        /* enum sim_op_kind                               */
+	uint8_t stream;
+	uint8_t group;       /* COLL, SEND, RECV: the rank's group slot         */
+	uint8_t coll;        /* COLL: enum sim_coll_op                          */
+	uint16_t channels;   /* COLL: 0 = the algorithm's default               */
+	uint16_t ndeps;
+	uint32_t pos;        /* position within its stream                      */
+	uint32_t dep0;       /* first of ndeps entries in the program's deps    */
+	uint32_t peer;       /* SEND/RECV: peer member index; COLL: root        */
+	const struct sim_coll_algo *algo; /* COLL: NULL picks the fastest      */
+	const char *name;    /* owned by the program                            */
+	sim_ps dur_ps;       /* COMPUTE                                         */
+	double flops;        /* COMPUTE: recorded, not used for time            */
+	double bytes;        /* COMPUTE: memory traffic; COLL: n; SEND: message */
+};
+
+/*
+ * A program: the ops of one rank. Ranks that run the same sequence share one
+ * program (pointers to it), so a program is immutable once ranks use it.
+ */
+struct sim_program {
+	struct sim_op *ops;
+	uint32_t nops, cap;
+	uint32_t *deps;
+	uint32_t ndeps, depcap;
+	uint32_t *stream_ops[SIM_MAX_STREAMS];
+	uint32_t stream_n[SIM_MAX_STREAMS], stream_cap[SIM_MAX_STREAMS];
+	char **names;
+	uint32_t nnames, namecap;
+};
+
+struct sim_program *sim_program_new(void);
+void sim_program_free(struct sim_program *prog);
+/* Append ops; each returns the op's index. name is copied. */
+uint32_t sim_program_compute(struct sim_program *prog, unsigned stream, const char *name,
+			     sim_ps dur_ps, double flops, double bytes);
+uint32_t sim_program_coll(struct sim_program *prog, unsigned stream, const char *name,
+			  enum sim_coll_op op, const struct sim_coll_algo *algo,
+			  unsigned group, double bytes, unsigned channels, uint32_t root);
+uint32_t sim_program_send(struct sim_program *prog, unsigned stream, const char *name,
+			  unsigned group, uint32_t peer, double bytes);
+uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char *name,
+			  unsigned group, uint32_t peer, double bytes);
+/* Make the most recently added op wait for op dep (of another stream). */
+void sim_program_dep(struct sim_program *prog, uint32_t dep);
+
+/* ---- the simulation ---------------------------------------------------- */
+
+enum sim_fidelity {
+	SIM_FIDELITY_FLOW,      /* chunked transfers over links, contention  */
+	SIM_FIDELITY_ANALYTIC,  /* one event per collective, closed forms     */
+};
+
+const char *sim_fidelity_name(enum sim_fidelity f);
+
+/* Called for every finished op (the recorder). */
+struct sim_recorder_ops {
+	void (*op_done)(void *ctx, uint32_t rank, const struct sim_op *op,
+			sim_ps start, sim_ps end);
+};
+
+struct sim_config {
+	enum sim_fidelity fidelity;
+	double chunk_bytes;  /* transfers move in chunks of this size        */
+	/* Algorithms that `auto` chooses from (NULL-terminated), best first
+	 * on ties. Usually collectives/'s registry. */
+	const struct sim_coll_algo *const *algos;
+};
+
+/* NCCL's Simple protocol: a 4 MiB buffer in 8 slots, 512 KiB per slot. */
+#define SIM_DEFAULT_CHUNK_BYTES (512.0 * 1024.0)
+
+void sim_config_init(struct sim_config *cfg);
+struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
+		    const struct sim_topo_ops *topo_ops, void *topo);
+void sim_free(struct sim *sim);
+uint32_t sim_nranks(const struct sim *sim);
+void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx);
+
+/* A group of ranks (its members in the given order); returns its id. */
+uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n);
+uint32_t sim_group_size(const struct sim *sim, uint32_t group);
+
+/*
+ * Give a rank its program and its group slots (groups[i] is a group id) and
+ * start it at the current time. A rank may get a new program once the
+ * previous one has finished.
+ */
+void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
+		    const uint32_t *groups, unsigned ngroups);
+/* When the rank's last op finished. */
+sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
+
+/*
+ * Run until no event is left. Returns 0, or -1 if the programs could not
+ * finish (an invalid collective, a deadlock): sim_error() says why.
+ */
+int sim_run(struct sim *sim);
+const char *sim_error(const struct sim *sim);
+
+/*
+ * Check that a collective can run on a group, before running anything:
+ * resolves algo (NULL = auto) and channels (0 = default). Returns the chosen
+ * algorithm, or NULL with err set.
+ */
+const struct sim_coll_algo *sim_coll_check(struct sim *sim, uint32_t group,
+					   enum sim_coll_op op,
+					   const struct sim_coll_algo *algo,
+					   double bytes, unsigned *channels,
+					   char *err, size_t errlen);
+
+/*
+ * The links one collective crosses, as its closed form sees them: the
+ * slowest route inside a node and across nodes among the routes the
+ * algorithm's steps use, each route's bandwidth divided by the number of
+ * the collective's own messages (all channels) that share its busiest link
+ * in one step. Cached per group.
+ */
+void sim_coll_links(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
+		    enum sim_coll_op op, double bytes, unsigned channels,
+		    struct sim_coll_links *out);
+
+/* Closed-form time of the collective as the analytic fidelity costs it. */
+double sim_coll_time_s(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
+		       enum sim_coll_op op, double bytes, unsigned channels);
+
+/*
+ * Time of one step that moves bytes on the slower of the two route classes
+ * (for algorithms whose steps all cross the same kind of route).
+ */
+double sim_coll_step_s(const struct sim_coll_links *l, double bytes);
+
+#endif

@@ -1,0 +1,589 @@
+/*
+ * store.c - the SQLite recorder (store.h); docs/schema.md documents the
+ * tables written here.
+ *
+ * One connection in WAL mode with a busy timeout; every statement is prepared
+ * once in sim_store_open() and reused (reset and cleared after each step).
+ *
+ * Invariants of a run:
+ *  - The runs row is inserted and committed alone, with status 'running',
+ *    before any of the run's rows; a write transaction is then kept open and
+ *    committed every STORE_BATCH_ROWS rows, so memory stays bounded and each
+ *    row costs one step of a prepared statement, not one fsync.
+ *  - The status becomes 'complete' in the same transaction as the last rows,
+ *    so a reader that selects complete runs never sees a partial one.
+ *  - The first failed write of a run "breaks" it: st->err keeps that first
+ *    message, later writes are skipped, sim_store_run_end() returns -1 and
+ *    the caller is expected to call sim_store_run_fail(). The recorder
+ *    callback cannot return an error, which is why the error is sticky.
+ *
+ * Nothing here aborts on a database error: every failure is -1 with the
+ * message (including sqlite3_errmsg) in st->err.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "sim/store.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Rows written between two commits of a run. */
+#define STORE_BATCH_ROWS 65536u
+/* How long a writer waits for another connection's lock, in ms. */
+#define STORE_BUSY_TIMEOUT_MS 10000
+
+static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
+			  sim_ps start, sim_ps end);
+
+const struct sim_recorder_ops sim_store_recorder = {
+	.op_done = store_op_done,
+};
+
+/* The schema; every statement is idempotent (see docs/schema.md). */
+static const char store_schema[] =
+	"CREATE TABLE IF NOT EXISTS runs (\n"
+	"  id INTEGER PRIMARY KEY,\n"
+	"  created_utc TEXT NOT NULL,\n"
+	"  command TEXT,\n"
+	"  config TEXT,\n"
+	"  fidelity TEXT,\n"
+	"  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),\n"
+	"  ranks INTEGER,\n"
+	"  sim_end_ps INTEGER,\n"
+	"  events INTEGER,\n"
+	"  wall_s REAL,\n"
+	"  error TEXT,\n"
+	"  version TEXT);\n"
+	"CREATE TABLE IF NOT EXISTS ranks (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  rank INTEGER NOT NULL,\n"
+	"  node INTEGER,\n"
+	"  local_gpu INTEGER,\n"
+	"  PRIMARY KEY (run_id, rank));\n"
+	"CREATE TABLE IF NOT EXISTS ops (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  rank INTEGER NOT NULL,\n"
+	"  stream INTEGER,\n"
+	"  kind TEXT,\n"
+	"  name TEXT,\n"
+	"  start_ps INTEGER,\n"
+	"  end_ps INTEGER,\n"
+	"  bytes REAL,\n"
+	"  flops REAL);\n"
+	"CREATE INDEX IF NOT EXISTS ops_by_rank ON ops (run_id, rank, start_ps);\n"
+	"CREATE TABLE IF NOT EXISTS links (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  link INTEGER NOT NULL,\n"
+	"  name TEXT,\n"
+	"  bw_Bps REAL,\n"
+	"  bytes REAL,\n"
+	"  busy_ps INTEGER,\n"
+	"  PRIMARY KEY (run_id, link));\n"
+	"CREATE TABLE IF NOT EXISTS collective_results (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  op TEXT,\n"
+	"  algo TEXT,\n"
+	"  ranks INTEGER,\n"
+	"  channels INTEGER,\n"
+	"  bytes REAL,\n"
+	"  time_s REAL,\n"
+	"  algbw_GBps REAL,\n"
+	"  busbw_GBps REAL);\n"
+	"PRAGMA user_version = " STR(SIM_STORE_SCHEMA_VERSION) ";";
+
+/*
+ * Connection settings. WAL lets readers (export, a second `report`) work
+ * while a run is written; synchronous NORMAL syncs only at checkpoints, which
+ * is safe in WAL mode (a power cut may lose the last commits, never corrupt).
+ * The 16 MiB page cache keeps the ops_by_rank index, which ops from many
+ * ranks hit all over, from spilling to disk inside a batch (~35% faster).
+ */
+static const char *const store_pragmas[] = {
+	"PRAGMA journal_mode = WAL",
+	"PRAGMA synchronous = NORMAL",
+	"PRAGMA foreign_keys = ON",
+	"PRAGMA cache_size = -16384",
+};
+
+/* The prepared statements, one table: add an enum entry and its SQL. */
+enum store_stmt {
+	STMT_INSERT_RUN,
+	STMT_INSERT_RANK,
+	STMT_INSERT_OP,
+	STMT_INSERT_LINK,
+	STMT_INSERT_COLL,
+	STMT_END_RUN,
+	STMT_FAIL_RUN,
+	STMT_DELETE_OPS,
+	STMT_DELETE_RANKS,
+	STMT_DELETE_LINKS,
+	STMT_DELETE_COLLS,
+	STMT_LAST_COMPLETE,
+	STMT_N
+};
+
+static const char *const store_sql[STMT_N] = {
+	[STMT_INSERT_RUN] = "INSERT INTO runs (created_utc, command, config, fidelity,"
+			    " status, ranks, version) VALUES (?, ?, ?, ?, 'running', ?, ?)",
+	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu)"
+			     " VALUES (?, ?, ?, ?)",
+	[STMT_INSERT_OP] = "INSERT INTO ops (run_id, rank, stream, kind, name,"
+			   " start_ps, end_ps, bytes, flops)"
+			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_LINK] = "INSERT INTO links (run_id, link, name, bw_Bps, bytes, busy_ps)"
+			     " VALUES (?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_COLL] = "INSERT INTO collective_results (run_id, op, algo, ranks,"
+			     " channels, bytes, time_s, algbw_GBps, busbw_GBps)"
+			     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
+			 " events = ?, wall_s = ? WHERE id = ?",
+	[STMT_FAIL_RUN] = "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
+	[STMT_DELETE_OPS] = "DELETE FROM ops WHERE run_id = ?",
+	[STMT_DELETE_RANKS] = "DELETE FROM ranks WHERE run_id = ?",
+	[STMT_DELETE_LINKS] = "DELETE FROM links WHERE run_id = ?",
+	[STMT_DELETE_COLLS] = "DELETE FROM collective_results WHERE run_id = ?",
+	[STMT_LAST_COMPLETE] = "SELECT max(id) FROM runs WHERE status = 'complete'",
+};
+
+struct sim_store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[STMT_N];
+	int64_t run_id;     /* the run in progress, 0 if none              */
+	uint32_t pending;   /* rows written since the last commit          */
+	int broken;         /* a write of this run failed; err says which  */
+	char err[512];
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+__attribute__((format(printf, 2, 3)))
+static int store_err(struct sim_store *st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(st->err, sizeof st->err, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* "what: <SQLite's message>"; call before anything else touches the db. */
+static int store_db_err(struct sim_store *st, const char *what)
+{
+	return store_err(st, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+/* ---- statements and transactions ---------------------------------------- */
+
+/* Run SQL without results (BEGIN, COMMIT, PRAGMA ...). */
+static int store_exec(struct sim_store *st, const char *sql, const char *what)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return store_db_err(st, what);
+	return 0;
+}
+
+/* Step a write statement to completion and make it ready for reuse. */
+static int store_step(struct sim_store *st, sqlite3_stmt *s, const char *what)
+{
+	int rc = sqlite3_step(s);
+	int ret = rc == SQLITE_DONE ? 0 : store_db_err(st, what);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return ret;
+}
+
+/* Bind text, or NULL for a NULL pointer; the caller steps before s dies. */
+static void bind_text(sqlite3_stmt *s, int i, const char *text)
+{
+	if (text)
+		sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* Roll back the open transaction, if any (SQLite may have done so already). */
+static void store_rollback(struct sim_store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Mark the run broken: its later writes are skipped, run_end fails. */
+static int store_break(struct sim_store *st)
+{
+	st->broken = 1;
+	return -1;
+}
+
+/* Fail unless a run is in progress and unbroken; err keeps its first error. */
+static int store_check_run(struct sim_store *st, const char *who)
+{
+	if (st->run_id <= 0)
+		return store_err(st, "%s: no run in progress", who);
+	return st->broken ? -1 : 0;
+}
+
+/* Commit the rows written so far and open the next transaction. */
+static int store_commit_batch(struct sim_store *st)
+{
+	if (store_exec(st, "COMMIT", "committing rows") < 0 ||
+	    store_exec(st, "BEGIN", "starting a transaction") < 0)
+		return store_break(st);
+	st->pending = 0;
+	return 0;
+}
+
+/* Step one row insert of the run; commit every STORE_BATCH_ROWS rows. */
+static int store_row(struct sim_store *st, sqlite3_stmt *s, const char *what)
+{
+	sqlite3_bind_int64(s, 1, st->run_id);
+	if (store_step(st, s, what) < 0)
+		return store_break(st);
+	if (++st->pending < STORE_BATCH_ROWS)
+		return 0;
+	return store_commit_batch(st);
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+/* Open the connection; a path that cannot be opened is named in the error. */
+static int store_connect(struct sim_store *st, const char *path)
+{
+	int rc = sqlite3_open_v2(path, &st->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK)
+		return store_err(st, "%s: cannot open database: %s", path,
+				 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+	return 0;
+}
+
+/* An error while reading path's header: say plainly if it is not SQLite. */
+static int store_path_err(struct sim_store *st, const char *path)
+{
+	if (sqlite3_errcode(st->db) == SQLITE_NOTADB)
+		return store_err(st, "%s: not a SQLite database (%s)", path,
+				 sqlite3_errmsg(st->db));
+	return store_err(st, "%s: %s", path, sqlite3_errmsg(st->db));
+}
+
+/* Read PRAGMA user_version: the first read of the file. */
+static int store_user_version(struct sim_store *st, const char *path, int *version)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return store_path_err(st, path);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*version = sqlite3_column_int(s, 0);
+	else
+		store_path_err(st, path);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* Check the schema version, set the pragmas, create the tables if new. */
+static int store_schema_init(struct sim_store *st, const char *path)
+{
+	int version = 0;
+	if (store_user_version(st, path, &version) < 0)
+		return -1;
+	if (version != 0 && version != SIM_STORE_SCHEMA_VERSION)
+		return store_err(st, "%s: database schema version %d, but this clustersim "
+				 "(%s) reads and writes version %d; use a new database file",
+				 path, version, PACKAGE_VERSION, SIM_STORE_SCHEMA_VERSION);
+	for (size_t i = 0; i < ARRAY_SIZE(store_pragmas); i++)
+		if (store_exec(st, store_pragmas[i], store_pragmas[i]) < 0)
+			return -1;
+	if (version == SIM_STORE_SCHEMA_VERSION)
+		return 0;
+	if (store_exec(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
+		return -1;
+	if (store_exec(st, store_schema, "creating the schema") < 0 ||
+	    store_exec(st, "COMMIT", "creating the schema") < 0) {
+		store_rollback(st);
+		return -1;
+	}
+	return 0;
+}
+
+/* Prepare every statement of store_sql once. */
+static int store_prepare(struct sim_store *st)
+{
+	for (int i = 0; i < STMT_N; i++)
+		if (sqlite3_prepare_v3(st->db, store_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &st->stmt[i], NULL) != SQLITE_OK)
+			return store_db_err(st, "preparing statements");
+	return 0;
+}
+
+/* Open path (creating it and its schema if needed). NULL with err on failure. */
+struct sim_store *sim_store_open(const char *path, char *err, size_t errlen)
+{
+	struct sim_store *st = xcalloc(1, sizeof *st);
+	if (store_connect(st, path) < 0 || store_schema_init(st, path) < 0 ||
+	    store_prepare(st) < 0) {
+		snprintf(err, errlen, "%s", st->err);
+		sim_store_close(st);
+		return NULL;
+	}
+	return st;
+}
+
+/*
+ * Close the store. A run still in progress is marked failed first (its rows
+ * are discarded), so no run is left 'running' by a clean exit. NULL is fine.
+ */
+void sim_store_close(struct sim_store *st)
+{
+	if (!st)
+		return;
+	if (st->run_id > 0)
+		sim_store_run_fail(st, "the store was closed before the run ended");
+	if (st->db)
+		store_rollback(st);
+	for (int i = 0; i < STMT_N; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+/* The last error message ("" if none). */
+const char *sim_store_error(const struct sim_store *st)
+{
+	return st->err;
+}
+
+/* The open connection, for readers that run their own queries. */
+struct sqlite3 *sim_store_db(struct sim_store *st)
+{
+	return st->db;
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+/* Wall-clock time of day in UTC, ISO-8601 ("2024-05-01T12:00:00Z"). */
+static void store_utc_now(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm *tm = gmtime(&now);
+	if (!tm || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", tm))
+		snprintf(buf, len, "unknown");
+}
+
+/*
+ * Insert the runs row ('running') in its own committed transaction, then
+ * open the transaction that the run's rows are written in.
+ */
+int64_t sim_store_run_begin(struct sim_store *st, const char *command,
+			    const char *config_json, const char *fidelity,
+			    uint32_t nranks)
+{
+	if (st->run_id > 0)
+		return store_err(st, "run %lld is still in progress", (long long)st->run_id);
+	char now[32];
+	store_utc_now(now, sizeof now);
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_RUN];
+	bind_text(s, 1, now);
+	bind_text(s, 2, command);
+	bind_text(s, 3, config_json);
+	bind_text(s, 4, fidelity);
+	sqlite3_bind_int64(s, 5, nranks);
+	bind_text(s, 6, PACKAGE_VERSION);
+	if (store_step(st, s, "inserting the run") < 0)
+		return -1;
+	if (store_exec(st, "BEGIN", "starting a transaction") < 0)
+		return -1;
+	st->run_id = sqlite3_last_insert_rowid(st->db);
+	st->pending = 0;
+	st->broken = 0;
+	st->err[0] = '\0';
+	return st->run_id;
+}
+
+/* The recorder: one ops row per finished op. Errors are kept for run_end. */
+static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
+			  sim_ps start, sim_ps end)
+{
+	struct sim_store *st = ctx;
+	if (store_check_run(st, "recording an op") < 0)
+		return;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_OP];
+	sqlite3_bind_int64(s, 2, rank);
+	sqlite3_bind_int64(s, 3, op->stream);
+	bind_text(s, 4, sim_op_kind_name((enum sim_op_kind)op->kind));
+	bind_text(s, 5, op->name);
+	sqlite3_bind_int64(s, 6, start);
+	sqlite3_bind_int64(s, 7, end);
+	sqlite3_bind_double(s, 8, op->bytes);
+	sqlite3_bind_double(s, 9, op->kind == SIM_OP_COMPUTE ? op->flops : 0.0);
+	store_row(st, s, "recording an op");
+}
+
+/* One ranks row: where a rank sits. */
+int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu)
+{
+	if (store_check_run(st, "sim_store_rank") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_RANK];
+	sqlite3_bind_int64(s, 2, rank);
+	sqlite3_bind_int64(s, 3, node);
+	sqlite3_bind_int64(s, 4, local_gpu);
+	return store_row(st, s, "recording a rank");
+}
+
+/* One links row for a link that carried bytes. */
+static int store_link(struct sim_store *st, uint32_t link, const char *name,
+		      const struct sim_link_stats *ls)
+{
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_LINK];
+	sqlite3_bind_int64(s, 2, link);
+	bind_text(s, 3, name);
+	sqlite3_bind_double(s, 4, ls->bw_Bps);
+	sqlite3_bind_double(s, 5, ls->bytes);
+	sqlite3_bind_int64(s, 6, ls->busy_ps);
+	return store_row(st, s, "recording a link");
+}
+
+/*
+ * The totals of every link that carried bytes (idle links are not stored:
+ * a 16,384-GPU cluster has many). O(links), once per run.
+ */
+int sim_store_links(struct sim_store *st, const struct sim *sim,
+		    const struct sim_topo_ops *topo_ops, void *topo)
+{
+	if (store_check_run(st, "sim_store_links") < 0)
+		return -1;
+	uint32_t n = sim_nlinks(sim);
+	for (uint32_t l = 0; l < n; l++) {
+		struct sim_link_stats ls;
+		char name[128];
+		sim_link_stats(sim, l, &ls);
+		if (!(ls.bytes > 0))
+			continue;
+		if (topo_ops && topo_ops->link_name)
+			topo_ops->link_name(topo, ls.tag, name, sizeof name);
+		else
+			snprintf(name, sizeof name, "link%u", l);
+		if (store_link(st, l, name, &ls) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One collective_results row. */
+int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row *row)
+{
+	if (store_check_run(st, "sim_store_coll_result") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_COLL];
+	bind_text(s, 2, row->op);
+	bind_text(s, 3, row->algo);
+	sqlite3_bind_int64(s, 4, row->ranks);
+	sqlite3_bind_int64(s, 5, row->channels);
+	sqlite3_bind_double(s, 6, row->bytes);
+	sqlite3_bind_double(s, 7, row->time_s);
+	sqlite3_bind_double(s, 8, row->algbw_GBps);
+	sqlite3_bind_double(s, 9, row->busbw_GBps);
+	return store_row(st, s, "recording a collective result");
+}
+
+/*
+ * Mark the run complete in the transaction of its last rows and commit, so
+ * the rows and the status become visible together. After -1 (a failed write
+ * earlier in the run, or now) the run is still in progress: call run_fail.
+ */
+int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events,
+		      double wall_s)
+{
+	if (store_check_run(st, "sim_store_run_end") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_END_RUN];
+	sqlite3_bind_int64(s, 1, sim_end_ps);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)events);
+	sqlite3_bind_double(s, 3, wall_s);
+	sqlite3_bind_int64(s, 4, st->run_id);
+	if (store_step(st, s, "completing the run") < 0 ||
+	    store_exec(st, "COMMIT", "committing the run") < 0)
+		return store_break(st);
+	st->run_id = 0;
+	return 0;
+}
+
+/* Delete the run's rows from every table that holds them. */
+static int store_delete_rows(struct sim_store *st)
+{
+	static const enum store_stmt del[] = {
+		STMT_DELETE_OPS, STMT_DELETE_RANKS, STMT_DELETE_LINKS, STMT_DELETE_COLLS,
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(del); i++) {
+		sqlite3_stmt *s = st->stmt[del[i]];
+		sqlite3_bind_int64(s, 1, st->run_id);
+		if (store_step(st, s, "discarding the run's rows") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Delete the rows and set status and error, in one transaction. */
+static int store_fail_txn(struct sim_store *st, const char *why)
+{
+	if (store_exec(st, "BEGIN", "failing the run") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_FAIL_RUN];
+	if (store_delete_rows(st) < 0)
+		goto fail;
+	bind_text(s, 1, why ? why : "failed");
+	sqlite3_bind_int64(s, 2, st->run_id);
+	if (store_step(st, s, "failing the run") < 0 ||
+	    store_exec(st, "COMMIT", "failing the run") < 0)
+		goto fail;
+	return 0;
+fail:
+	store_rollback(st);
+	return -1;
+}
+
+/*
+ * Roll back the open transaction, delete everything the run wrote (rows
+ * committed in earlier batches included) and mark it failed with why. The
+ * run is over afterwards even if this fails (its row then stays 'running').
+ */
+int sim_store_run_fail(struct sim_store *st, const char *why)
+{
+	if (st->run_id <= 0)
+		return store_err(st, "sim_store_run_fail: no run in progress");
+	store_rollback(st);
+	int ret = store_fail_txn(st, why);
+	st->run_id = 0;
+	st->broken = 0;
+	st->pending = 0;
+	return ret;
+}
+
+/* Id of the newest complete run, or -1 (none, or an error: see err). */
+int64_t sim_store_last_complete(struct sim_store *st)
+{
+	sqlite3_stmt *s = st->stmt[STMT_LAST_COMPLETE];
+	int64_t id = -1;
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		id = sqlite3_column_int64(s, 0);
+	else if (rc != SQLITE_ROW)
+		store_db_err(st, "finding the last complete run");
+	sqlite3_reset(s);
+	return id;
+}

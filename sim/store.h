@@ -1,0 +1,75 @@
+/*
+ * store.h - the SQLite recorder: runs, ranks, ops, link totals and
+ * collective benchmark rows (docs/schema.md documents every table).
+ *
+ * A struct sim_store owns one database connection (WAL, busy timeout) and its
+ * prepared statements. Rows of a run are buffered and written in large
+ * transactions; a run's status is 'running' from sim_store_run_begin() and
+ * becomes 'complete' only in sim_store_run_end(), after all its rows are
+ * written, so readers that select complete runs never see a partial one.
+ * sim_store_run_fail() marks it 'failed' (its rows are deleted).
+ *
+ * Every function returns 0 on success or -1 with a message in the store
+ * (sim_store_error()); none aborts on a database error.
+ */
+#ifndef SIM_STORE_H
+#define SIM_STORE_H
+
+#include <stdint.h>
+
+#include "sim/sim.h"
+
+struct sim_store;
+
+/* The schema version written in PRAGMA user_version. */
+#define SIM_STORE_SCHEMA_VERSION 1
+
+/* Open (creating if needed) the database at path and its schema. NULL with err. */
+struct sim_store *sim_store_open(const char *path, char *err, size_t errlen);
+void sim_store_close(struct sim_store *st);
+const char *sim_store_error(const struct sim_store *st);
+
+/*
+ * Start a run: inserts a runs row with status 'running' and returns its id
+ * (> 0), or -1. command is the command line, config the effective
+ * configuration as JSON text, fidelity "flow" or "analytic".
+ */
+int64_t sim_store_run_begin(struct sim_store *st, const char *command,
+			    const char *config_json, const char *fidelity,
+			    uint32_t nranks);
+
+/* The recorder: pass &sim_store_recorder with the store as ctx. */
+extern const struct sim_recorder_ops sim_store_recorder;
+
+/* One rank's placement. */
+int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu);
+
+/* Every link with its totals; names come from the topology. */
+int sim_store_links(struct sim_store *st, const struct sim *sim,
+		    const struct sim_topo_ops *topo_ops, void *topo);
+
+/* One row of `clustersim collective` (one size of one algorithm). */
+struct sim_store_coll_row {
+	const char *op;
+	const char *algo;
+	uint32_t ranks;
+	uint32_t channels;
+	double bytes;
+	double time_s;
+	double algbw_GBps;
+	double busbw_GBps;
+};
+int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row *row);
+
+/* Flush buffered rows and mark the run complete. */
+int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events, double wall_s);
+/* Discard the run's rows and mark it failed. */
+int sim_store_run_fail(struct sim_store *st, const char *why);
+
+/* Id of the newest complete run, or -1 if there is none. */
+int64_t sim_store_last_complete(struct sim_store *st);
+
+/* The open connection, for readers (export) that run their own queries. */
+struct sqlite3 *sim_store_db(struct sim_store *st);
+
+#endif

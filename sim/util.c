@@ -1,0 +1,81 @@
+/* util.c - checked allocation and BUG(); see util.h. */
+#include "sim/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sim_ps sim_ps_from_s(double s)
+{
+	return (sim_ps)llround(s * (double)SIM_PS_PER_S);
+}
+
+static _Noreturn void oom(size_t n)
+{
+	fprintf(stderr, "clustersim: out of memory (allocating %zu bytes)\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t count, size_t n)
+{
+	void *p = calloc(count ? count : 1, n ? n : 1);
+	if (!p)
+		oom(count * n);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom(n);
+	return q;
+}
+
+void *xreallocarray(void *p, size_t count, size_t n)
+{
+	if (n && count > SIZE_MAX / n)
+		oom(SIZE_MAX);
+	return xrealloc(p, count * n);
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xmalloc(n), s, n);
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	BUG_ON(n < 0);
+	char *s = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void sim_bug(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "BUG at %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}

@@ -1,0 +1,46 @@
+/*
+ * util.h - the few helpers every layer uses: checked allocation, broken
+ * invariants, picosecond time.
+ *
+ * Out of memory is not recoverable in a batch tool: the x*alloc wrappers print
+ * a message and abort (as tmux's xmalloc.c). BUG() is for broken invariants
+ * only, never for bad user input, which is reported through an error string
+ * and a return code.
+ */
+#ifndef SIM_UTIL_H
+#define SIM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Simulated time: an integer count of picoseconds. */
+typedef int64_t sim_ps;
+
+#define SIM_PS_PER_S 1000000000000LL
+#define SIM_PS_MAX INT64_MAX
+
+/* Seconds (double) to picoseconds, rounded to nearest. */
+sim_ps sim_ps_from_s(double s);
+/* Picoseconds to seconds. */
+static inline double sim_ps_to_s(sim_ps t) { return (double)t / (double)SIM_PS_PER_S; }
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t n);
+void *xrealloc(void *p, size_t n);
+/* Grow-by-doubling realloc of an array of count elements of size n. */
+void *xreallocarray(void *p, size_t count, size_t n);
+char *xstrdup(const char *s);
+/* snprintf into a new string. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Report a broken invariant with file and line, then abort. */
+#define BUG(...) sim_bug(__FILE__, __LINE__, __VA_ARGS__)
+#define BUG_ON(cond) do { if (cond) BUG("%s", #cond); } while (0)
+_Noreturn void sim_bug(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+#endif

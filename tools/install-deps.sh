@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install every build and test dependency of clustersim from Debian packages.
+# Run as root on Debian 12 (bookworm). Safe to run again.
+set -eu
+PKGS="build-essential autoconf automake libtool pkg-config \
+  libgsl-dev libsqlite3-dev libcsv-dev libyaml-dev check sqlite3"
+export DEBIAN_FRONTEND=noninteractive
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (apt-get needs it)" >&2
+  exit 1
+fi
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends $missing
+fi

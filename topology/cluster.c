@@ -1,0 +1,305 @@
+/*
+ * cluster.c - cluster presets and the cluster keys, from one declarative
+ * table each: `--set cluster.KEY=VALUE`, help and the stored effective
+ * configuration all come from them.
+ *
+ * Latencies marked "assumption" are not measured for these machines; they
+ * are starting points that `clustersim calibrate nccl` replaces.
+ */
+#include "topology/topo.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/units.h"
+
+#define GBps 1e9
+#define US 1e-6
+
+/* NVLink latency of the H100 generation: nccl-tests all-reduce on 8 GPUs takes
+ * 13-17 us for small messages (shared/validation/published.csv), i.e. about
+ * 1 us for each of the ring's 14 steps. */
+#define NVLINK4_LAT (1.0 * US)
+/* A100: 44 us for 32 KiB on 8 GPUs in the same sweeps, about 3 us a step. */
+#define NVLINK3_LAT (3.0 * US)
+/* Network message latency across nodes, GPU to GPU: an assumption (NCCL's
+ * inter-node step latency is a few microseconds on InfiniBand). */
+#define IB_LAT (5.0 * US)
+/* Per switch hop to and from the spine: assumption, the order of an
+ * InfiniBand switch's port-to-port latency. */
+#define IB_HOP_LAT (0.3 * US)
+
+const struct topo_preset topo_presets[] = {
+	{
+		.name = "ideal",
+		.help = "every pair of ranks joined by its own link (checks closed forms)",
+		.cfg = {
+			.preset = "ideal", .kind = TOPO_IDEAL, .gpu = "H100-SXM-80GB",
+			.nodes = 1, .gpus_per_node = 1,
+			.net_bw_Bps = 50 * GBps, .net_lat_s = 10 * US, .nics_per_node = 1,
+			.oversub = 1, .nodes_per_leaf = 1,
+			.nvlink_bw_Bps = 50 * GBps, .nvlink_lat_s = 10 * US, .pcie_bw_Bps = 64 * GBps,
+			.source = "SPEC.md's example link: 10 us, 50 GB/s",
+		},
+	},
+	{
+		.name = "dgx-a100",
+		.help = "DGX A100 nodes: 8 A100, NVLink 3 (300 GB/s), 8x HDR 200 Gb/s",
+		.cfg = {
+			.preset = "dgx-a100", .kind = TOPO_FATTREE, .gpu = "A100-SXM-80GB",
+			.nodes = 1, .gpus_per_node = 8,
+			.nvlink_bw_Bps = 300 * GBps, .nvlink_lat_s = NVLINK3_LAT,
+			.net_bw_Bps = 25 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
+			.oversub = 1, .nodes_per_leaf = 20, .hop_lat_s = IB_HOP_LAT,
+			.pcie_bw_Bps = 32 * GBps,
+			.source = "DGX A100 datasheet: NVLink 3 600 GB/s bidirectional per GPU, "
+				  "8 ConnectX-6 HDR 200 Gb/s; PCIe Gen4 x16; SuperPOD scalable "
+				  "unit of 20 nodes per leaf; latencies: see cluster.c",
+		},
+	},
+	{
+		.name = "dgx-h100",
+		.help = "DGX H100 nodes: 8 H100, NVLink 4 (450 GB/s), 8x NDR 400 Gb/s",
+		.cfg = {
+			.preset = "dgx-h100", .kind = TOPO_FATTREE, .gpu = "H100-SXM-80GB",
+			.nodes = 1, .gpus_per_node = 8,
+			.nvlink_bw_Bps = 450 * GBps, .nvlink_lat_s = NVLINK4_LAT,
+			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
+			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
+			.pcie_bw_Bps = 64 * GBps,
+			.source = "DGX H100 datasheet: NVLink 4 900 GB/s bidirectional per GPU, "
+				  "8 ConnectX-7 NDR 400 Gb/s; PCIe Gen5 x16; SuperPOD scalable "
+				  "unit of 32 nodes per leaf; latencies: see cluster.c",
+		},
+	},
+	{
+		.name = "dgx-h200",
+		.help = "DGX H200 nodes: 8 H200, NVLink 4 (450 GB/s), 8x NDR 400 Gb/s",
+		.cfg = {
+			.preset = "dgx-h200", .kind = TOPO_FATTREE, .gpu = "H200-SXM-141GB",
+			.nodes = 1, .gpus_per_node = 8,
+			.nvlink_bw_Bps = 450 * GBps, .nvlink_lat_s = NVLINK4_LAT,
+			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
+			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
+			.pcie_bw_Bps = 64 * GBps,
+			.source = "DGX H200 datasheet: as DGX H100 with H200 GPUs; latencies: "
+				  "see cluster.c",
+		},
+	},
+	{
+		.name = "gb200-nvl72",
+		.help = "GB200 NVL72 racks: 72 Blackwell GPUs in one NVLink 5 domain (900 GB/s)",
+		.cfg = {
+			.preset = "gb200-nvl72", .kind = TOPO_FATTREE, .gpu = "B200",
+			.nodes = 1, .gpus_per_node = 72,
+			.nvlink_bw_Bps = 900 * GBps, .nvlink_lat_s = NVLINK4_LAT,
+			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 72,
+			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
+			.pcie_bw_Bps = 64 * GBps,
+			.source = "GB200 NVL72 datasheet: 72 GPUs, NVLink 5 1.8 TB/s bidirectional "
+				  "per GPU; one 400 Gb/s ConnectX-7 per GPU; GPU figures of the "
+				  "B200 preset; NVLink latency assumed as NVLink 4's",
+		},
+	},
+};
+
+const size_t topo_npresets = ARRAY_SIZE(topo_presets);
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int topo_config_preset(struct topo_config *cfg, const char *name, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < topo_npresets; i++)
+		if (strcmp(topo_presets[i].name, name) == 0) {
+			*cfg = topo_presets[i].cfg;
+			return 0;
+		}
+	return fail(err, errlen, "unknown cluster preset '%s': expected one of ideal, "
+		    "dgx-a100, dgx-h100, dgx-h200, gb200-nvl72", name);
+}
+
+/* ---- keys ------------------------------------------------------------------- */
+
+enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_PRESET };
+
+struct key_def {
+	const char *name;
+	enum key_type type;
+	size_t off;
+	double min, max;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct topo_config, f)
+
+static const struct key_def keys[] = {
+	{ "preset", K_PRESET, 0, 0, 0, "cluster preset to start from (clustersim presets)" },
+	{ "gpu", K_GPU, OFF(gpu), 0, 0, "GPU preset of every rank" },
+	{ "nodes", K_COUNT, OFF(nodes), 1, TOPO_MAX_RANKS, "number of nodes" },
+	{ "gpus_per_node", K_COUNT, OFF(gpus_per_node), 1, 1024,
+	  "GPUs in one node (one NVLink domain)" },
+	{ "nvlink.bandwidth", K_RATE, OFF(nvlink_bw_Bps), 0, 0,
+	  "NVLink bandwidth per GPU and direction" },
+	{ "nvlink.latency", K_TIME, OFF(nvlink_lat_s), 0, 0,
+	  "latency of one message between two GPUs of a node" },
+	{ "network.bandwidth", K_RATE, OFF(net_bw_Bps), 0, 0,
+	  "bandwidth of one NIC per direction (ideal: of each pair's link)" },
+	{ "network.latency", K_TIME, OFF(net_lat_s), 0, 0,
+	  "latency of one message between GPUs of two nodes (ideal: of each link)" },
+	{ "network.nics_per_node", K_COUNT, OFF(nics_per_node), 1, 1024,
+	  "NICs per node, one rail each; GPU i uses NIC i * nics / gpus" },
+	{ "network.oversubscription", K_RATIO, OFF(oversub), 1, 1e6,
+	  "leaf switch downlink to uplink bandwidth ratio (1 = full bisection)" },
+	{ "network.nodes_per_leaf", K_COUNT, OFF(nodes_per_leaf), 1, TOPO_MAX_RANKS,
+	  "nodes under one leaf switch of a rail" },
+	{ "network.hop_latency", K_TIME, OFF(hop_lat_s), 0, 0,
+	  "latency added per switch hop when a route crosses the spine" },
+	{ "pcie.bandwidth", K_RATE, OFF(pcie_bw_Bps), 0, 0,
+	  "host to GPU bandwidth per direction" },
+};
+
+static const char *const key_values[] = {
+	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
+	[K_RATIO] = "ratio", [K_GPU] = "name", [K_PRESET] = "name",
+};
+
+size_t topo_key_count(void)
+{
+	return ARRAY_SIZE(keys);
+}
+
+void topo_key_info(size_t i, const char **name, const char **value, const char **help)
+{
+	BUG_ON(i >= ARRAY_SIZE(keys));
+	*name = keys[i].name;
+	*value = key_values[keys[i].type];
+	*help = keys[i].help;
+}
+
+static const struct key_def *key_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* A whole positive integer without unit, within [min, max]. */
+static int parse_count(const struct key_def *k, const char *v, uint32_t *out,
+		       char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (end == v || *end || errno || n < (long long)k->min || n > (long long)k->max)
+		return fail(err, errlen, "cluster.%s: expected a whole number from %.0f to %.0f, "
+			    "got '%s'", k->name, k->min, k->max, v);
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int parse_ratio(const struct key_def *k, const char *v, double *out,
+		       char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
+		return fail(err, errlen, "cluster.%s: expected a number from %g to %g, got '%s'",
+			    k->name, k->min, k->max, v);
+	*out = x;
+	return 0;
+}
+
+static int parse_unit(const struct key_def *k, const char *v, double *out,
+		      char *err, size_t errlen)
+{
+	char why[256];
+	enum sim_unit u = k->type == K_RATE ? SIM_UNIT_RATE : SIM_UNIT_TIME;
+	if (sim_units_parse(u, v, out, why, sizeof(why)) < 0)
+		return fail(err, errlen, "cluster.%s: %s", k->name, why);
+	if (k->type == K_RATE && !(*out > 0))
+		return fail(err, errlen, "cluster.%s: expected a rate above 0, got '%s'",
+			    k->name, v);
+	return 0;
+}
+
+int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
+		    char *err, size_t errlen)
+{
+	const struct key_def *k = key_find(key);
+	char *base = (char *)cfg;
+	if (!k) {
+		int n = snprintf(err, errlen, "unknown key cluster.%s: expected one of", key);
+		for (size_t i = 0; i < ARRAY_SIZE(keys) && n > 0 && (size_t)n < errlen; i++)
+			n += snprintf(err + n, errlen - (size_t)n, "%s %s", i ? "," : "",
+				      keys[i].name);
+		return -1;
+	}
+	switch (k->type) {
+	case K_PRESET: {
+		struct topo_config c;
+		if (topo_config_preset(&c, value, err, errlen) < 0)
+			return -1;
+		*cfg = c;
+		return 0;
+	}
+	case K_GPU:
+		if (!topo_gpu_find(value))
+			return fail(err, errlen, "cluster.gpu: unknown GPU '%s': expected one of "
+				    "A100-SXM-80GB, H100-SXM-80GB, H200-SXM-141GB, B200", value);
+		snprintf(cfg->gpu, sizeof(cfg->gpu), "%s", value);
+		return 0;
+	case K_COUNT:
+		return parse_count(k, value, (uint32_t *)(void *)(base + k->off), err, errlen);
+	case K_RATIO:
+		return parse_ratio(k, value, (double *)(void *)(base + k->off), err, errlen);
+	default:
+		return parse_unit(k, value, (double *)(void *)(base + k->off), err, errlen);
+	}
+}
+
+int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
+{
+	if (!topo_gpu_find(cfg->gpu))
+		return fail(err, errlen, "cluster.gpu: unknown GPU '%s'", cfg->gpu);
+	if (!(cfg->net_bw_Bps > 0))
+		return fail(err, errlen, "cluster.network.bandwidth: expected a rate above 0");
+	if (cfg->kind == TOPO_IDEAL)
+		return 0;
+	if (!(cfg->nvlink_bw_Bps > 0))
+		return fail(err, errlen, "cluster.nvlink.bandwidth: expected a rate above 0");
+	if (cfg->nics_per_node > cfg->gpus_per_node)
+		return fail(err, errlen, "cluster.network.nics_per_node: %u NICs for %u GPUs "
+			    "per node: expected at most one NIC per GPU", cfg->nics_per_node,
+			    cfg->gpus_per_node);
+	return 0;
+}
+
+void topo_config_json(const struct topo_config *c, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "{\"preset\":\"%s\",\"gpu\":\"%s\",\"nodes\":%u,\"gpus_per_node\":%u,"
+		 "\"nvlink\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g},"
+		 "\"network\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g,\"nics_per_node\":%u,"
+		 "\"oversubscription\":%.17g,\"nodes_per_leaf\":%u,\"hop_latency_s\":%.17g},"
+		 "\"pcie\":{\"bandwidth_Bps\":%.17g}}",
+		 c->preset, c->gpu, c->nodes, c->gpus_per_node, c->nvlink_bw_Bps,
+		 c->nvlink_lat_s, c->net_bw_Bps, c->net_lat_s, c->nics_per_node, c->oversub,
+		 c->nodes_per_leaf, c->hop_lat_s, c->pcie_bw_Bps);
+}

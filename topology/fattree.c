@@ -1,0 +1,159 @@
+/*
+ * fattree.c - nodes of G GPUs on an NVSwitch, NICs on a rail-optimised
+ * two-level fat tree.
+ *
+ * Links (all directed, one per direction):
+ *   NVLink     each GPU to its NVSwitch and back, nvlink.bandwidth each; the
+ *              switch itself is non-blocking.
+ *   NIC        each NIC to its leaf and back, network.bandwidth each. GPU i
+ *              of a node uses NIC i * nics / G: its rail.
+ *   leaf       rail r has one leaf switch per network.nodes_per_leaf nodes;
+ *              each leaf has one aggregate uplink to the spine and one
+ *              downlink from it, of (nodes under it) x network.bandwidth /
+ *              oversubscription.
+ * Routes: inside a node, GPU -> NVSwitch -> GPU (nvlink.latency). Across
+ * nodes on the same rail and leaf, NIC -> leaf -> NIC (network.latency);
+ * otherwise up through the spine and down (plus two hop latencies). NCCL's
+ * PXN (crossing to another rail over NVLink first) is not modelled: rings
+ * are laid out so that consecutive nodes meet on one rail.
+ */
+#include "topology/topo-int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { TAG_NVL_TX = 1, TAG_NVL_RX, TAG_NIC_TX, TAG_NIC_RX, TAG_UP, TAG_DOWN };
+
+struct fattree {
+	uint32_t nodes, gpn, nics, npl, leaves;  /* leaves per rail */
+	uint32_t nvl_tx, nvl_rx, nic_tx, nic_rx, up, down;  /* first link ids */
+	sim_ps nvl_alpha, net_alpha, spine_alpha;
+};
+
+static int fattree_check(struct topo *t, char *err, size_t errlen)
+{
+	uint64_t have = (uint64_t)t->cfg.nodes * t->cfg.gpus_per_node;
+	if (t->nranks > have) {
+		uint32_t need = (t->nranks + t->cfg.gpus_per_node - 1) / t->cfg.gpus_per_node;
+		snprintf(err, errlen, "%u ranks need %u nodes of %u GPUs; the cluster has %u "
+			 "(set --nodes or cluster.nodes)", t->nranks, need,
+			 t->cfg.gpus_per_node, t->cfg.nodes);
+		return -1;
+	}
+	return 0;
+}
+
+/* Add n links of one kind and bandwidth; returns the first id. */
+static uint32_t add_links(struct sim *sim, uint32_t n, double bw, uint32_t kind)
+{
+	uint32_t first = sim_nlinks(sim);
+	for (uint32_t i = 0; i < n; i++)
+		sim_link_add(sim, bw, TOPO_TAG(kind, i));
+	return first;
+}
+
+static void fattree_attach(struct topo *t)
+{
+	struct fattree *f = xcalloc(1, sizeof(*f));
+	const struct topo_config *c = &t->cfg;
+	f->gpn = c->gpus_per_node;
+	f->nodes = (t->nranks + f->gpn - 1) / f->gpn;  /* nodes in use */
+	f->nics = c->nics_per_node;
+	f->npl = c->nodes_per_leaf;
+	f->leaves = (f->nodes + f->npl - 1) / f->npl;
+	uint32_t gpus = f->nodes * f->gpn;
+	f->nvl_tx = add_links(t->sim, gpus, c->nvlink_bw_Bps, TAG_NVL_TX);
+	f->nvl_rx = add_links(t->sim, gpus, c->nvlink_bw_Bps, TAG_NVL_RX);
+	if (f->nodes > 1) {
+		f->nic_tx = add_links(t->sim, f->nodes * f->nics, c->net_bw_Bps, TAG_NIC_TX);
+		f->nic_rx = add_links(t->sim, f->nodes * f->nics, c->net_bw_Bps, TAG_NIC_RX);
+		/* A leaf's aggregate trunk carries what its nodes' NICs can send,
+		 * divided by the oversubscription. */
+		f->up = sim_nlinks(t->sim);
+		for (int dir = 0; dir < 2; dir++)
+			for (uint32_t i = 0; i < f->nics * f->leaves; i++) {
+				uint32_t leaf = i % f->leaves;
+				uint32_t under = f->nodes - leaf * f->npl;
+				if (under > f->npl)
+					under = f->npl;
+				sim_link_add(t->sim, under * c->net_bw_Bps / c->oversub,
+					     TOPO_TAG(dir ? TAG_DOWN : TAG_UP, i));
+			}
+		f->down = f->up + f->nics * f->leaves;
+	}
+	f->nvl_alpha = sim_ps_from_s(c->nvlink_lat_s);
+	f->net_alpha = sim_ps_from_s(c->net_lat_s);
+	f->spine_alpha = sim_ps_from_s(c->net_lat_s + 2 * c->hop_lat_s);
+	t->state = f;
+}
+
+static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim_route *out)
+{
+	const struct fattree *f = t->state;
+	const struct sim *sim = t->sim;
+	uint32_t ns = src / f->gpn, nd = dst / f->gpn;
+	(void)sim;
+	if (ns == nd) {
+		*out = (struct sim_route){
+			.alpha_ps = f->nvl_alpha, .bw_Bps = t->cfg.nvlink_bw_Bps, .n = 2,
+			.link = { f->nvl_tx + src, f->nvl_rx + dst },
+		};
+		return;
+	}
+	uint32_t ks = (src % f->gpn) * f->nics / f->gpn, kd = (dst % f->gpn) * f->nics / f->gpn;
+	uint32_t ls = ns / f->npl, ld = nd / f->npl;
+	out->n = 0;
+	out->link[out->n++] = f->nic_tx + ns * f->nics + ks;
+	out->bw_Bps = t->cfg.net_bw_Bps;
+	out->alpha_ps = f->net_alpha;
+	if (ks != kd || ls != ld) {
+		uint32_t up = ks * f->leaves + ls, down = kd * f->leaves + ld;
+		struct sim_link_stats a, b;
+		sim_link_stats(t->sim, f->up + up, &a);
+		sim_link_stats(t->sim, f->down + down, &b);
+		out->link[out->n++] = f->up + up;
+		out->link[out->n++] = f->down + down;
+		if (a.bw_Bps < out->bw_Bps)
+			out->bw_Bps = a.bw_Bps;
+		if (b.bw_Bps < out->bw_Bps)
+			out->bw_Bps = b.bw_Bps;
+		out->alpha_ps = f->spine_alpha;
+	}
+	out->link[out->n++] = f->nic_rx + nd * f->nics + kd;
+}
+
+static void fattree_link_name(struct topo *t, uint32_t tag, char *buf, size_t len)
+{
+	const struct fattree *f = t->state;
+	uint32_t i = TOPO_TAG_INDEX(tag);
+	switch (TOPO_TAG_KIND(tag)) {
+	case TAG_NVL_TX:
+	case TAG_NVL_RX:
+		snprintf(buf, len, "node%u.gpu%u.nvlink.%s", i / f->gpn, i % f->gpn,
+			 TOPO_TAG_KIND(tag) == TAG_NVL_TX ? "tx" : "rx");
+		break;
+	case TAG_NIC_TX:
+	case TAG_NIC_RX:
+		snprintf(buf, len, "node%u.nic%u.%s", i / f->nics, i % f->nics,
+			 TOPO_TAG_KIND(tag) == TAG_NIC_TX ? "tx" : "rx");
+		break;
+	default:
+		snprintf(buf, len, "rail%u.leaf%u.%s", i / f->leaves, i % f->leaves,
+			 TOPO_TAG_KIND(tag) == TAG_UP ? "up" : "down");
+		break;
+	}
+}
+
+static void fattree_free(struct topo *t)
+{
+	free(t->state);
+}
+
+const struct topo_kind_ops topo_fattree_ops = {
+	.name = "fattree",
+	.check = fattree_check,
+	.attach = fattree_attach,
+	.route = fattree_route,
+	.link_name = fattree_link_name,
+	.free = fattree_free,
+};
