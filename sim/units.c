@@ -235,7 +235,7 @@ static bool is_blank(char c)
 
 static struct span trim(const char *s)
 {
-	size_t n;
+	size_t n = 0;
 
 	while (is_blank(*s))
 		s++;
@@ -287,7 +287,7 @@ static int parse_number(const struct kind_info *k, struct span t, double *v,
 			size_t *used, char *err, size_t errlen)
 {
 	char *end;
-	size_t n;
+	size_t n = 0;
 
 	if (t.p[0] == '-')
 		return fail(err, errlen, "\"%.*s\" must not be negative",
@@ -382,8 +382,8 @@ int sim_units_parse(enum sim_unit kind, const char *text, double *out,
 {
 	const struct kind_info *k = kind_info(kind);
 	struct span t, u;
-	double v, mult;
-	size_t n;
+	double v = 0, mult;
+	size_t n = 0;
 
 	BUG_ON(text == NULL || out == NULL);
 	t = trim(text);

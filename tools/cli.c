@@ -1,0 +1,307 @@
+/*
+ * cli.c - subcommand table, option parsing and help generated from the
+ * option tables (see cli.h).
+ */
+#include "config.h"
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/util.h"
+
+const struct cli_cmd *const cli_cmds[] = {
+	&cli_cmd_collective,
+	&cli_cmd_export,
+	&cli_cmd_presets,
+	&cli_cmd_help,
+	&cli_cmd_version,
+	NULL,
+};
+
+const struct cli_cmd *cli_find(const char *name)
+{
+	for (const struct cli_cmd *const *c = cli_cmds; *c; c++)
+		if (strcmp((*c)->name, name) == 0)
+			return *c;
+	return NULL;
+}
+
+int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "clustersim %s: ", a->cmd->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static int opt_index(const struct cli_cmd *cmd, const char *name)
+{
+	for (int i = 0; cmd->opts[i].name; i++)
+		if (strcmp(cmd->opts[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int opt_letter(const struct cli_cmd *cmd, char c)
+{
+	for (int i = 0; cmd->opts[i].name; i++)
+		if (cmd->opts[i].letter == c)
+			return i;
+	return -1;
+}
+
+/* Record value v for option i (NULL for a flag). */
+static void set_value(struct cli_args *a, int i, const char *v)
+{
+	a->given[i] = 1;
+	a->val[i] = v;
+	if (a->cmd->opts[i].arg == CLI_LIST) {
+		a->list[i] = xreallocarray(a->list[i], (size_t)a->nlist[i] + 1, sizeof(char *));
+		a->list[i][a->nlist[i]++] = v;
+	}
+}
+
+static int add_pos(struct cli_args *a, const char *s)
+{
+	if (a->npos == (int)ARRAY_SIZE(a->pos))
+		return cli_error(a, -1, "too many arguments (at '%s')", s);
+	a->pos[a->npos++] = s;
+	return 0;
+}
+
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->cmd = cmd;
+	for (int k = 0; k < argc; k++) {
+		const char *s = argv[k], *inline_val = NULL;
+		int i = -1;
+		if (strcmp(s, "--") == 0) {  /* the rest is positional */
+			while (++k < argc)
+				if (add_pos(a, argv[k]) < 0)
+					return CLI_BADINPUT;
+			break;
+		}
+		if (s[0] != '-' || s[1] == 0) {
+			if (add_pos(a, s) < 0)
+				return CLI_BADINPUT;
+			continue;
+		}
+		if (s[1] == '-') {
+			char name[64];
+			const char *eq = strchr(s + 2, '=');
+			size_t n = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
+			snprintf(name, sizeof(name), "%.*s", (int)n, s + 2);
+			i = opt_index(cmd, name);
+			inline_val = eq ? eq + 1 : NULL;
+		} else if (!s[2]) {
+			i = opt_letter(cmd, s[1]);
+		}
+		if (i < 0)
+			return cli_error(a, CLI_BADINPUT, "unknown option '%s' (see clustersim help %s)",
+					 s, cmd->name);
+		const struct cli_opt *o = &cmd->opts[i];
+		if (o->arg == CLI_FLAG) {
+			if (inline_val)
+				return cli_error(a, CLI_BADINPUT, "option --%s takes no value", o->name);
+			set_value(a, i, NULL);
+			continue;
+		}
+		if (!inline_val) {
+			if (k + 1 >= argc)
+				return cli_error(a, CLI_BADINPUT, "option --%s needs a value (%s)",
+						 o->name, o->meta);
+			inline_val = argv[++k];
+		}
+		set_value(a, i, inline_val);
+	}
+	return CLI_OK;
+}
+
+static int must_index(const struct cli_args *a, const char *name)
+{
+	int i = opt_index(a->cmd, name);
+	if (i < 0)
+		BUG("option --%s is not in the table of '%s'", name, a->cmd->name);
+	return i;
+}
+
+int cli_has(const struct cli_args *a, const char *name)
+{
+	return a->given[must_index(a, name)];
+}
+
+const char *cli_str(const struct cli_args *a, const char *name, const char *def)
+{
+	int i = must_index(a, name);
+	return a->given[i] ? a->val[i] : def;
+}
+
+int cli_units(const struct cli_args *a, const char *name, double *out)
+{
+	int i = must_index(a, name);
+	if (!a->given[i])
+		return 0;
+	enum cli_arg t = a->cmd->opts[i].arg;
+	enum sim_unit u = t == CLI_RATE ? SIM_UNIT_RATE : t == CLI_TIME ? SIM_UNIT_TIME
+									 : SIM_UNIT_BYTES;
+	char why[256];
+	if (sim_units_parse(u, a->val[i], out, why, sizeof(why)) < 0) {
+		cli_error(a, CLI_BADINPUT, "option --%s: %s", name, why);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_count(const struct cli_args *a, const char *name, long long min, long long max,
+	      long long *out)
+{
+	int i = must_index(a, name);
+	if (!a->given[i])
+		return 0;
+	char *end;
+	errno = 0;
+	long long v = strtoll(a->val[i], &end, 10);
+	if (end == a->val[i] || *end || errno || v < min || v > max) {
+		cli_error(a, CLI_BADINPUT, "option --%s: expected a whole number from %lld to %lld, "
+			  "got '%s'", name, min, max, a->val[i]);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+char *cli_command_line(int argc, char **argv)
+{
+	size_t n = 1;
+	for (int i = 0; i < argc; i++)
+		n += strlen(argv[i]) + 1;
+	char *s = xmalloc(n), *p = s;
+	for (int i = 0; i < argc; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
+	*p = 0;
+	return s;
+}
+
+/* ---- help ------------------------------------------------------------------------ */
+
+static void opt_label(const struct cli_opt *o, char *buf, size_t len)
+{
+	if (o->letter)
+		snprintf(buf, len, "-%c, --%s%s%s", o->letter, o->name, o->meta ? " " : "",
+			 o->meta ? o->meta : "");
+	else
+		snprintf(buf, len, "    --%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
+}
+
+void cli_help(FILE *out, const struct cli_cmd *cmd)
+{
+	fprintf(out, "usage: clustersim %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
+	if (cmd->description)
+		fprintf(out, "\n%s\n", cmd->description);
+	if (cmd->opts[0].name)
+		fprintf(out, "\noptions:\n");
+	for (const struct cli_opt *o = cmd->opts; o->name; o++) {
+		char label[96];
+		opt_label(o, label, sizeof(label));
+		fprintf(out, "  %-28s %s", label, o->help);
+		if (o->def)
+			fprintf(out, " (default: %s)", o->def);
+		fputc('\n', out);
+	}
+}
+
+void cli_help_all(FILE *out)
+{
+	fprintf(out, "usage: clustersim COMMAND [OPTIONS]\n\n"
+		"clustersim simulates large-model training on GPU clusters.\n\ncommands:\n");
+	for (const struct cli_cmd *const *c = cli_cmds; *c; c++)
+		fprintf(out, "  %-12s %s\n", (*c)->name, (*c)->summary);
+	fprintf(out, "\n'clustersim help COMMAND' describes a command and its options.\n"
+		"Exit codes: 0 success, 1 failure while running, 2 bad input, 3 does not fit.\n");
+}
+
+void cli_help_markdown(FILE *out)
+{
+	fprintf(out, "# clustersim command line\n\n"
+		"Generated by `clustersim help --markdown`; a test checks that this file is current.\n\n"
+		"Exit codes: 0 success, 1 a failure while running (database, internal error), "
+		"2 bad input (options, values, files; the message names the option and what "
+		"was expected), 3 a layout that does not fit in memory.\n\n"
+		"Sizes, rates and times take units: 1GB = 1e9 bytes, 1GiB = 2^30 bytes, "
+		"50GB/s, 400Gb/s (bits), 10us, 1.5ms. A number without a unit is an error, "
+		"except 0. Ambiguous suffixes such as 128M are refused.\n");
+	for (const struct cli_cmd *const *c = cli_cmds; *c; c++) {
+		const struct cli_cmd *cmd = *c;
+		fprintf(out, "\n## clustersim %s\n\n```\nclustersim %s %s\n```\n\n%s\n",
+			cmd->name, cmd->name, cmd->usage, cmd->summary);
+		if (cmd->description)
+			fprintf(out, "\n%s\n", cmd->description);
+		if (!cmd->opts[0].name)
+			continue;
+		fprintf(out, "\n| option | value | default | meaning |\n|---|---|---|---|\n");
+		for (const struct cli_opt *o = cmd->opts; o->name; o++) {
+			fprintf(out, "| ");
+			if (o->letter)
+				fprintf(out, "`-%c`, ", o->letter);
+			fprintf(out, "`--%s` | %s | %s | %s |\n", o->name, o->meta ? o->meta : "",
+				o->def ? o->def : "", o->help);
+		}
+	}
+}
+
+/* ---- help and version as commands ------------------------------------------------ */
+
+static const struct cli_opt help_opts[] = {
+	{ "markdown", 0, CLI_FLAG, NULL, NULL, "print every command's help as Markdown (docs/cli.md)" },
+	{ 0 },
+};
+
+static int help_run(struct cli_args *a)
+{
+	if (cli_has(a, "markdown")) {
+		cli_help_markdown(stdout);
+		return CLI_OK;
+	}
+	if (a->npos == 0) {
+		cli_help_all(stdout);
+		return CLI_OK;
+	}
+	const struct cli_cmd *cmd = cli_find(a->pos[0]);
+	if (!cmd)
+		return cli_error(a, CLI_BADINPUT, "unknown command '%s' (see clustersim help)",
+				 a->pos[0]);
+	cli_help(stdout, cmd);
+	return CLI_OK;
+}
+
+const struct cli_cmd cli_cmd_help = {
+	.name = "help",
+	.usage = "[COMMAND] [--markdown]",
+	.summary = "Describe the commands, or one command and its options.",
+	.opts = help_opts,
+	.run = help_run,
+};
+
+static const struct cli_opt no_opts[] = { { 0 } };
+
+static int version_run(struct cli_args *a)
+{
+	(void)a;
+	printf("clustersim %s\n", PACKAGE_VERSION);
+	return CLI_OK;
+}
+
+const struct cli_cmd cli_cmd_version = {
+	.name = "version",
+	.usage = "",
+	.summary = "Print the version.",
+	.opts = no_opts,
+	.run = version_run,
+};

@@ -1,0 +1,101 @@
+/*
+ * cli.h - the `clustersim` command: one table of subcommands, each with a
+ * declarative table of options from which parsing, `help` and docs/cli.md
+ * are all generated.
+ *
+ * Exit codes: 0 success, 1 a failure while running (database, internal),
+ * 2 bad input (options, values, files), 3 a layout that does not fit.
+ */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stdio.h>
+
+#include "sim/units.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_BADINPUT = 2, CLI_NOFIT = 3 };
+
+enum cli_arg {
+	CLI_FLAG,     /* no value                            */
+	CLI_STR,      /* any text                            */
+	CLI_COUNT,    /* whole number, no unit               */
+	CLI_BYTES,    /* size with unit                      */
+	CLI_RATE,     /* rate with unit                      */
+	CLI_TIME,     /* time with unit                      */
+	CLI_LIST,     /* repeatable text (--set K=V ...)     */
+};
+
+struct cli_opt {
+	const char *name;     /* long name without dashes            */
+	char letter;          /* short name, or 0                    */
+	enum cli_arg arg;
+	const char *meta;     /* value placeholder in help           */
+	const char *def;      /* default as shown in help, or NULL   */
+	const char *help;
+};
+
+/* Parsed options of one command: values by option index. */
+struct cli_args {
+	const struct cli_cmd *cmd;
+	const char *val[32];          /* last value given, NULL if absent  */
+	int given[32];
+	const char **list[32];        /* CLI_LIST values                   */
+	int nlist[32];
+	const char *pos[8];           /* positional arguments              */
+	int npos;
+	const char *line;             /* the whole command line            */
+};
+
+struct cli_cmd {
+	const char *name;
+	const char *usage;            /* after "clustersim NAME "          */
+	const char *summary;          /* one line                          */
+	const char *description;      /* paragraphs for help and docs      */
+	const struct cli_opt *opts;   /* terminated by { 0 }               */
+	int (*run)(struct cli_args *a);
+};
+
+/*
+ * The subcommands. To add one: write tools/cmd_NAME.c exporting
+ * `const struct cli_cmd cli_cmd_NAME`, declare it here, add it to
+ * cli_cmds in cli.c and to clustersim_SOURCES in Makefile.am, regenerate
+ * docs/cli.md (`clustersim help --markdown > docs/cli.md`) and add a case
+ * to tests/cli/test_cli.sh.
+ */
+extern const struct cli_cmd cli_cmd_collective;
+extern const struct cli_cmd cli_cmd_export;
+extern const struct cli_cmd cli_cmd_presets;
+extern const struct cli_cmd cli_cmd_help;
+extern const struct cli_cmd cli_cmd_version;
+extern const struct cli_cmd *const cli_cmds[];
+
+const struct cli_cmd *cli_find(const char *name);
+
+/* Parse argv (after the command name). Prints the error; CLI_OK or CLI_BADINPUT. */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_args *a);
+
+/* Accessors by long name; a name not in the table is a bug. */
+int cli_has(const struct cli_args *a, const char *name);
+const char *cli_str(const struct cli_args *a, const char *name, const char *def);
+/*
+ * Typed values: parse the option's value with units (bytes, rate, time) or
+ * as a whole number in [min, max]; on error print "clustersim NAME: option
+ * --x: why" to stderr and return -1. Absent options leave *out unchanged.
+ */
+int cli_units(const struct cli_args *a, const char *name, double *out);
+int cli_count(const struct cli_args *a, const char *name, long long min, long long max,
+	      long long *out);
+
+/* Print "clustersim CMD: message" to stderr and return code. */
+int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The help text of one command, or of all, as text or Markdown. */
+void cli_help(FILE *out, const struct cli_cmd *cmd);
+void cli_help_all(FILE *out);
+void cli_help_markdown(FILE *out);
+
+/* The command line as one string (stored with every run); caller frees. */
+char *cli_command_line(int argc, char **argv);
+
+#endif
