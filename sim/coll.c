@@ -617,7 +617,7 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(op->group >= r->ngroups);
 	uint32_t group = r->groups[op->group], member = r->member[op->group];
-	uint32_t seq = r->gseq[op->group]++;
+	uint32_t seq = sim->memberships[rank][r->memb[op->group]].seq++;
 	struct sim_group *g = &sim->groups[group];
 	if (g->n == 1) {  /* nothing to exchange */
 		sim_stream_finish_later(sim, rank, stream);

@@ -48,7 +48,7 @@ struct sim_rank {
 	const struct sim_program *prog;
 	uint32_t groups[SIM_MAX_GROUPS];  /* slot -> group id               */
 	uint32_t member[SIM_MAX_GROUPS];  /* slot -> member index in it     */
-	uint32_t gseq[SIM_MAX_GROUPS];    /* slot -> collectives joined     */
+	uint32_t memb[SIM_MAX_GROUPS];    /* slot -> its sim_membership     */
 	uint8_t ngroups;
 	uint32_t left;                    /* ops not finished               */
 	sim_ps end;
@@ -71,9 +71,13 @@ struct sim_group {
 	uint32_t base_seq, nlive, livecap;
 };
 
-/* A rank's membership of a group, found when the rank is started. */
+/*
+ * A rank's membership of a group, found when the rank is started. seq
+ * counts the collectives the rank joined on the group, across programs:
+ * the n-th of every member is one instance.
+ */
 struct sim_membership {
-	uint32_t group, member;
+	uint32_t group, member, seq;
 };
 
 struct sim {
@@ -94,6 +98,7 @@ struct sim {
 	/* Groups each rank belongs to: CSR built lazily from the groups. */
 	struct sim_membership **memberships;
 	uint32_t *nmemberships;
+	int memberships_stale;       /* groups were added since the build   */
 
 	struct sim_group *groups;
 	uint32_t ngroups, groupcap;

@@ -375,14 +375,7 @@ uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n)
 		BUG_ON(ranks[i] >= sim->nranks);
 		g->ranks[i] = ranks[i];
 	}
-	/* Memberships are rebuilt on the next rank start. */
-	if (sim->memberships) {
-		free(sim->memberships[0]);
-		free(sim->memberships);
-		free(sim->nmemberships);
-		sim->memberships = NULL;
-		sim->nmemberships = NULL;
-	}
+	sim->memberships_stale = 1;  /* rebuilt on the next rank start */
 	return sim->ngroups++;
 }
 
@@ -392,9 +385,15 @@ uint32_t sim_group_size(const struct sim *sim, uint32_t group)
 	return sim->groups[group].n;
 }
 
-/* Index, for every rank, the groups it belongs to: O(sum of group sizes). */
+/*
+ * Index, for every rank, the groups it belongs to: O(sum of group sizes).
+ * Groups are only ever appended, so a rank's old entries are a prefix of its
+ * new ones and keep their collective counts.
+ */
 static void build_memberships(struct sim *sim)
 {
+	struct sim_membership **old = sim->memberships;
+	uint32_t *nold = sim->nmemberships;
 	size_t total = 0;
 	sim->nmemberships = xcalloc(sim->nranks, sizeof(uint32_t));
 	for (uint32_t g = 0; g < sim->ngroups; g++) {
@@ -404,6 +403,7 @@ static void build_memberships(struct sim *sim)
 	}
 	struct sim_membership *all = xmalloc((total ? total : 1) * sizeof(*all));
 	sim->memberships = xmalloc((sim->nranks ? sim->nranks : 1) * sizeof(*sim->memberships));
+	sim->memberships[0] = all;
 	size_t off = 0;
 	for (uint32_t r = 0; r < sim->nranks; r++) {
 		sim->memberships[r] = all + off;
@@ -412,19 +412,23 @@ static void build_memberships(struct sim *sim)
 	}
 	for (uint32_t g = 0; g < sim->ngroups; g++)
 		for (uint32_t i = 0; i < sim->groups[g].n; i++) {
-			uint32_t r = sim->groups[g].ranks[i];
-			sim->memberships[r][sim->nmemberships[r]++] =
-				(struct sim_membership){ .group = g, .member = i };
+			uint32_t r = sim->groups[g].ranks[i], k = sim->nmemberships[r]++;
+			uint32_t seq = old && k < nold[r] ? old[r][k].seq : 0;
+			sim->memberships[r][k] = (struct sim_membership){ g, i, seq };
 		}
-	if (total == 0)  /* keep memberships[0] freeable */
-		sim->memberships[0] = all;
+	if (old)
+		free(old[0]);
+	free(old);
+	free(nold);
+	sim->memberships_stale = 0;
 }
 
-static uint32_t member_of(struct sim *sim, uint32_t rank, uint32_t group)
+/* Index of the rank's membership of a group. */
+static uint32_t membership_of(struct sim *sim, uint32_t rank, uint32_t group)
 {
 	for (uint32_t i = 0; i < sim->nmemberships[rank]; i++)
 		if (sim->memberships[rank][i].group == group)
-			return sim->memberships[rank][i].member;
+			return i;
 	BUG("rank %u is not a member of group %u", rank, group);
 }
 
@@ -512,15 +516,15 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	BUG_ON(rank >= sim->nranks || ngroups > SIM_MAX_GROUPS);
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(r->left != 0);
-	if (!sim->memberships)
+	if (!sim->memberships || sim->memberships_stale)
 		build_memberships(sim);
 	r->prog = prog;
 	r->ngroups = (uint8_t)ngroups;
 	for (unsigned i = 0; i < ngroups; i++) {
 		BUG_ON(groups[i] >= sim->ngroups);
 		r->groups[i] = groups[i];
-		r->member[i] = member_of(sim, rank, groups[i]);
-		r->gseq[i] = 0;
+		r->memb[i] = membership_of(sim, rank, groups[i]);
+		r->member[i] = sim->memberships[rank][r->memb[i]].member;
 	}
 	r->left = prog->nops;
 	r->end = sim->now;

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "tools/cli.h"
 
+#include <csv.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -175,6 +176,18 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
 	}
 	*out = v;
 	return 0;
+}
+
+void cli_csv_field(FILE *f, const char *s, int first)
+{
+	if (!first)
+		fputc(',', f);
+	if (!s)
+		return;
+	if (strpbrk(s, ",\"\r\n"))
+		csv_fwrite(f, s, strlen(s));
+	else
+		fputs(s, f);
 }
 
 char *cli_command_line(int argc, char **argv)

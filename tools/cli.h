@@ -95,6 +95,12 @@ void cli_help(FILE *out, const struct cli_cmd *cmd);
 void cli_help_all(FILE *out);
 void cli_help_markdown(FILE *out);
 
+/*
+ * Write one CSV field (after a comma unless first): quoted by libcsv when it
+ * holds a comma, quote or line break, as it is otherwise. NULL is empty.
+ */
+void cli_csv_field(FILE *f, const char *s, int first);
+
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
 

@@ -9,7 +9,6 @@
  */
 #include "tools/cli.h"
 
-#include <csv.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,12 +301,6 @@ static void print_json(const struct coll_job *job, const struct coll_row *rows, 
 	printf("],\"wall_s\":%.6f}\n", wall_s);
 }
 
-static void csv_field(FILE *f, const char *s, int last)
-{
-	csv_fwrite(f, s, strlen(s));
-	fputc(last ? '\n' : ',', f);
-}
-
 static int write_csv(struct cli_args *a, const struct coll_job *job, const struct coll_row *rows,
 		     int n)
 {
@@ -318,7 +311,8 @@ static int write_csv(struct cli_args *a, const struct coll_job *job, const struc
 	const char *head[] = { "op", "algo", "ranks", "channels", "bytes", "time_s",
 			       "algbw_GBps", "busbw_GBps" };
 	for (size_t i = 0; i < ARRAY_SIZE(head); i++)
-		csv_field(f, head[i], i + 1 == ARRAY_SIZE(head));
+		cli_csv_field(f, head[i], i == 0);
+	fputc('\n', f);
 	for (int i = 0; i < n; i++) {
 		char v[6][40];
 		snprintf(v[0], 40, "%u", job->bench.nranks);
@@ -327,10 +321,11 @@ static int write_csv(struct cli_args *a, const struct coll_job *job, const struc
 		snprintf(v[3], 40, "%.9g", rows[i].r.time_s);
 		snprintf(v[4], 40, "%.9g", rows[i].r.algbw_Bps / 1e9);
 		snprintf(v[5], 40, "%.9g", rows[i].r.busbw_Bps / 1e9);
-		csv_field(f, sim_coll_op_name(job->bench.op), 0);
-		csv_field(f, rows[i].algo, 0);
+		cli_csv_field(f, sim_coll_op_name(job->bench.op), 1);
+		cli_csv_field(f, rows[i].algo, 0);
 		for (int k = 0; k < 6; k++)
-			csv_field(f, v[k], k == 5);
+			cli_csv_field(f, v[k], 0);
+		fputc('\n', f);
 	}
 	if (fclose(f) != 0)
 		return cli_error(a, CLI_FAIL, "option --csv: error writing '%s'", path);

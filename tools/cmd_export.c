@@ -5,7 +5,6 @@
  */
 #include "tools/cli.h"
 
-#include <csv.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,23 +32,16 @@ static const struct {
 	{ "runs", "SELECT * FROM runs WHERE id = ?1" },
 };
 
-static void put(FILE *f, const char *s, int first)
-{
-	if (!first)
-		fputc(',', f);
-	csv_fwrite(f, s ? s : "", s ? strlen(s) : 0);
-}
-
 /* Write every row of a prepared statement as CSV, header first. */
 static int write_rows(sqlite3_stmt *q, FILE *f)
 {
 	int n = sqlite3_column_count(q), rc;
 	for (int i = 0; i < n; i++)
-		put(f, sqlite3_column_name(q, i), i == 0);
+		cli_csv_field(f, sqlite3_column_name(q, i), i == 0);
 	fputc('\n', f);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		for (int i = 0; i < n; i++)
-			put(f, (const char *)sqlite3_column_text(q, i), i == 0);
+			cli_csv_field(f, (const char *)sqlite3_column_text(q, i), i == 0);
 		fputc('\n', f);
 	}
 	return rc == SQLITE_DONE ? 0 : -1;
