@@ -144,6 +144,16 @@ const char *cli_str(const struct cli_args *a, const char *name, const char *def)
 	return a->given[i] ? a->val[i] : def;
 }
 
+/* "-b/--minbytes" or "--db", for messages. */
+static const char *opt_name(const struct cli_opt *o, char *buf, size_t len)
+{
+	if (o->letter)
+		snprintf(buf, len, "-%c/--%s", o->letter, o->name);
+	else
+		snprintf(buf, len, "--%s", o->name);
+	return buf;
+}
+
 int cli_units(const struct cli_args *a, const char *name, double *out)
 {
 	int i = must_index(a, name);
@@ -152,9 +162,10 @@ int cli_units(const struct cli_args *a, const char *name, double *out)
 	enum cli_arg t = a->cmd->opts[i].arg;
 	enum sim_unit u = t == CLI_RATE ? SIM_UNIT_RATE : t == CLI_TIME ? SIM_UNIT_TIME
 									 : SIM_UNIT_BYTES;
-	char why[256];
+	char why[256], on[80];
 	if (sim_units_parse(u, a->val[i], out, why, sizeof(why)) < 0) {
-		cli_error(a, CLI_BADINPUT, "option --%s: %s", name, why);
+		cli_error(a, CLI_BADINPUT, "option %s: %s",
+			  opt_name(&a->cmd->opts[i], on, sizeof(on)), why);
 		return -1;
 	}
 	return 0;
@@ -170,8 +181,9 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
 	errno = 0;
 	long long v = strtoll(a->val[i], &end, 10);
 	if (end == a->val[i] || *end || errno || v < min || v > max) {
-		cli_error(a, CLI_BADINPUT, "option --%s: expected a whole number from %lld to %lld, "
-			  "got '%s'", name, min, max, a->val[i]);
+		char on[80];
+		cli_error(a, CLI_BADINPUT, "option %s: expected a whole number from %lld to %lld, "
+			  "got '%s'", opt_name(&a->cmd->opts[i], on, sizeof(on)), min, max, a->val[i]);
 		return -1;
 	}
 	*out = v;

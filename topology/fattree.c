@@ -19,6 +19,7 @@
  */
 #include "topology/topo-int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,6 +42,15 @@ static int fattree_check(struct topo *t, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* Bandwidth of leaf l's trunk to the spine (each direction). */
+static double leaf_bw(const struct topo *t, const struct fattree *f, uint32_t l)
+{
+	uint32_t under = f->nodes - l * f->npl;
+	if (under > f->npl)
+		under = f->npl;
+	return under * t->cfg.net_bw_Bps / t->cfg.oversub;
 }
 
 /* Add n links of one kind and bandwidth; returns the first id. */
@@ -71,14 +81,9 @@ static void fattree_attach(struct topo *t)
 		 * divided by the oversubscription. */
 		f->up = sim_nlinks(t->sim);
 		for (int dir = 0; dir < 2; dir++)
-			for (uint32_t i = 0; i < f->nics * f->leaves; i++) {
-				uint32_t leaf = i % f->leaves;
-				uint32_t under = f->nodes - leaf * f->npl;
-				if (under > f->npl)
-					under = f->npl;
-				sim_link_add(t->sim, under * c->net_bw_Bps / c->oversub,
+			for (uint32_t i = 0; i < f->nics * f->leaves; i++)
+				sim_link_add(t->sim, leaf_bw(t, f, i % f->leaves),
 					     TOPO_TAG(dir ? TAG_DOWN : TAG_UP, i));
-			}
 		f->down = f->up + f->nics * f->leaves;
 	}
 	f->nvl_alpha = sim_ps_from_s(c->nvlink_lat_s);
@@ -90,9 +95,7 @@ static void fattree_attach(struct topo *t)
 static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim_route *out)
 {
 	const struct fattree *f = t->state;
-	const struct sim *sim = t->sim;
 	uint32_t ns = src / f->gpn, nd = dst / f->gpn;
-	(void)sim;
 	if (ns == nd) {
 		*out = (struct sim_route){
 			.alpha_ps = f->nvl_alpha, .bw_Bps = t->cfg.nvlink_bw_Bps, .n = 2,
@@ -107,16 +110,13 @@ static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim
 	out->bw_Bps = t->cfg.net_bw_Bps;
 	out->alpha_ps = f->net_alpha;
 	if (ks != kd || ls != ld) {
-		uint32_t up = ks * f->leaves + ls, down = kd * f->leaves + ld;
-		struct sim_link_stats a, b;
-		sim_link_stats(t->sim, f->up + up, &a);
-		sim_link_stats(t->sim, f->down + down, &b);
-		out->link[out->n++] = f->up + up;
-		out->link[out->n++] = f->down + down;
-		if (a.bw_Bps < out->bw_Bps)
-			out->bw_Bps = a.bw_Bps;
-		if (b.bw_Bps < out->bw_Bps)
-			out->bw_Bps = b.bw_Bps;
+		/* Up through the spine and down: the trunks are never narrower
+		 * than one NIC unless oversubscribed beyond the leaf's nodes. */
+		out->link[out->n++] = f->up + ks * f->leaves + ls;
+		out->link[out->n++] = f->down + kd * f->leaves + ld;
+		double trunk = fmin(leaf_bw(t, f, ls), leaf_bw(t, f, ld));
+		if (trunk < out->bw_Bps)
+			out->bw_Bps = trunk;
 		out->alpha_ps = f->spine_alpha;
 	}
 	out->link[out->n++] = f->nic_rx + nd * f->nics + kd;
