@@ -14,7 +14,7 @@ static int hd_plan(struct sim_coll_plan *plan, char *err, size_t errlen);
 static void hd_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 		    struct sim_coll_step *out);
 static uint32_t hd_pattern(const struct sim_coll_plan *plan, uint32_t k);
-static double hd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+static double hd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 
 const struct sim_coll_algo coll_hd = {
 	.name = "hd",
@@ -73,14 +73,14 @@ static uint32_t hd_pattern(const struct sim_coll_plan *plan, uint32_t k)
 	return dist;  /* the same partners on the way down and up */
 }
 
-static double hd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l)
+static double hd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls)
 {
 	double t = 0;
 	for (uint32_t k = 0; k < plan->nsteps; k++) {
 		uint32_t dist;
 		double frac;
 		hd_shape(plan, k, &dist, &frac);
-		t += sim_coll_step_s(l, COLL_CHANNEL_BYTES(plan) * frac);
+		t += sim_coll_step_s(sim_coll_linkset_at(ls, dist), COLL_CHANNEL_BYTES(plan) * frac);
 	}
 	return t;
 }

@@ -19,7 +19,7 @@ static int hier_plan(struct sim_coll_plan *plan, char *err, size_t errlen);
 static void hier_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 		      struct sim_coll_step *out);
 static uint32_t hier_pattern(const struct sim_coll_plan *plan, uint32_t k);
-static double hier_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+static double hier_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 
 const struct sim_coll_algo coll_hier = {
 	.name = "hier",
@@ -86,8 +86,9 @@ static uint32_t hier_pattern(const struct sim_coll_plan *plan, uint32_t k)
 	return hier_phase(plan, k, &i) == PHASE_AR ? 1 : 0;
 }
 
-static double hier_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l)
+static double hier_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls)
 {
+	const struct sim_coll_links *l = &ls->all;  /* phases use one class each */
 	uint32_t g = plan->per_node, N = plan->nodes;
 	double shard = COLL_CHANNEL_BYTES(plan) / g, t = 0;
 	if (g > 1)

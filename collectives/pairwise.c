@@ -13,7 +13,7 @@ static int pw_plan(struct sim_coll_plan *plan, char *err, size_t errlen);
 static void pw_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 		    struct sim_coll_step *out);
 static uint32_t pw_pattern(const struct sim_coll_plan *plan, uint32_t k);
-static double pw_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+static double pw_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 
 const struct sim_coll_algo coll_pairwise = {
 	.name = "pairwise",
@@ -50,7 +50,10 @@ static uint32_t pw_pattern(const struct sim_coll_plan *plan, uint32_t k)
 	return k;
 }
 
-static double pw_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l)
+static double pw_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls)
 {
-	return plan->nsteps * sim_coll_step_s(l, COLL_CHANNEL_BYTES(plan) / plan->p);
+	double t = 0, b = COLL_CHANNEL_BYTES(plan) / plan->p;
+	for (uint32_t k = 0; k < plan->nsteps; k++)
+		t += sim_coll_step_s(sim_coll_linkset_at(ls, k), b);
+	return t;
 }

@@ -21,7 +21,7 @@ static int rd_plan(struct sim_coll_plan *plan, char *err, size_t errlen);
 static void rd_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 		    struct sim_coll_step *out);
 static uint32_t rd_pattern(const struct sim_coll_plan *plan, uint32_t k);
-static double rd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+static double rd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 
 const struct sim_coll_algo coll_rd = {
 	.name = "rd",
@@ -112,20 +112,18 @@ static uint32_t rd_pattern(const struct sim_coll_plan *plan, uint32_t k)
 	return k;  /* a new partner every step */
 }
 
-static double rd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l)
+/* Each step costs its message on the routes of that step's partners. */
+static double rd_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls)
 {
 	double n = COLL_CHANNEL_BYTES(plan), t = 0;
-	uint32_t L = coll_log2(plan->p);
-	switch (plan->op) {
-	case SIM_COLL_ALLREDUCE:
-		return plan->nsteps * sim_coll_step_s(l, n);
-	case SIM_COLL_REDUCESCATTER:
-		for (uint32_t k = 0; k < L; k++)
+	for (uint32_t k = 0; k < plan->nsteps; k++) {
+		const struct sim_coll_links *l = sim_coll_linkset_at(ls, k);
+		if (plan->op == SIM_COLL_ALLREDUCE)
+			t += sim_coll_step_s(l, n);
+		else if (plan->op == SIM_COLL_REDUCESCATTER)
 			t += sim_coll_step_s(l, n / (double)(2u << k));
-		return t;
-	default:
-		for (uint32_t k = 0; k < L; k++)
+		else
 			t += sim_coll_step_s(l, n * (double)(1u << k) / plan->p);
-		return t;
 	}
+	return t;
 }

@@ -23,7 +23,7 @@ static int ring_plan(struct sim_coll_plan *plan, char *err, size_t errlen);
 static void ring_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 		      struct sim_coll_step *out);
 static uint32_t ring_pattern(const struct sim_coll_plan *plan, uint32_t k);
-static double ring_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+static double ring_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 
 const struct sim_coll_algo coll_ring = {
 	.name = "ring",
@@ -109,16 +109,26 @@ static void ring_step(const struct sim_coll_plan *plan, uint32_t v, uint32_t k,
 	}
 }
 
+/*
+ * Every step sends to the next member, but a broadcast's early steps use only
+ * the first hops from the root: step k <= p-2 is its own pattern there (step
+ * r is the first to use hop r -> r+1), and later steps use a subset of step
+ * p-2's hops. O(p^2) routes for the link scan of a broadcast, O(p) otherwise.
+ */
 static uint32_t ring_pattern(const struct sim_coll_plan *plan, uint32_t k)
 {
-	(void)plan, (void)k;
-	return 0;  /* every step sends to the next member */
+	if (plan->op != SIM_COLL_BROADCAST)
+		return 0;
+	return k < plan->p - 2 ? k : plan->p - 2;
 }
 
-static double ring_time_s(const struct sim_coll_plan *plan, const struct sim_coll_links *l)
+static double ring_time_s(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls)
 {
-	double n = COLL_CHANNEL_BYTES(plan), p = plan->p;
-	if (plan->op == SIM_COLL_BROADCAST)
-		return plan->nsteps * sim_coll_step_s(l, n / plan->slices);
-	return plan->nsteps * sim_coll_step_s(l, n / p);
+	double n = COLL_CHANNEL_BYTES(plan), p = plan->p, t = 0;
+	if (plan->op != SIM_COLL_BROADCAST)
+		return plan->nsteps * sim_coll_step_s(&ls->all, n / p);
+	for (uint32_t k = 0; k < plan->nsteps; k++)
+		t += sim_coll_step_s(sim_coll_linkset_at(ls, ring_pattern(plan, k)),
+				     n / plan->slices);
+	return t;
 }

@@ -199,9 +199,36 @@ struct coll_links_memo {
 	const struct sim_coll_algo *algo;
 	enum sim_coll_op op;
 	unsigned channels;
-	struct sim_coll_links links;
+	struct sim_coll_linkset ls;
+	uint32_t *pattern;            /* owned arrays behind ls            */
+	struct sim_coll_links *per;
 	struct coll_links_memo *next;
 };
+
+const struct sim_coll_links *sim_coll_linkset_at(const struct sim_coll_linkset *ls,
+						 uint32_t pattern)
+{
+	/* Patterns are mostly numbered 0, 1, ... in order of first use. */
+	if (pattern < ls->n && ls->pattern[pattern] == pattern)
+		return &ls->per[pattern];
+	for (uint32_t i = 0; i < ls->n; i++)
+		if (ls->pattern[i] == pattern)
+			return &ls->per[i];
+	return &ls->all;
+}
+
+/* Fold one class into another: the larger latency, the smaller bandwidth. */
+static void links_merge(struct sim_coll_links *into, const struct sim_coll_links *l)
+{
+	if (l->alpha_intra_s > into->alpha_intra_s)
+		into->alpha_intra_s = l->alpha_intra_s;
+	if (l->bw_intra_Bps > 0 && (into->bw_intra_Bps == 0 || l->bw_intra_Bps < into->bw_intra_Bps))
+		into->bw_intra_Bps = l->bw_intra_Bps;
+	if (l->alpha_inter_s > into->alpha_inter_s)
+		into->alpha_inter_s = l->alpha_inter_s;
+	if (l->bw_inter_Bps > 0 && (into->bw_inter_Bps == 0 || l->bw_inter_Bps < into->bw_inter_Bps))
+		into->bw_inter_Bps = l->bw_inter_Bps;
+}
 
 static void scratch_fit(struct sim *sim)
 {
@@ -267,59 +294,71 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 	free(rs);
 }
 
+/* Scan one step of every pattern into m's linkset. */
 static void links_compute(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
-			  const struct sim_coll_plan *plan, struct sim_coll_links *l)
+			  const struct sim_coll_plan *plan, struct coll_links_memo *m)
 {
-	*l = (struct sim_coll_links){ 0 };
 	uint32_t *order = xmalloc((size_t)plan->channels * plan->p * sizeof(uint32_t));
 	for (uint32_t c = 0; c < plan->channels; c++)
 		group_order(g, algo->flags & SIM_COLL_SNAKE, c, order + (size_t)c * plan->p);
-	/* Patterns seen so far: at most nsteps, usually one or log p. */
-	uint32_t *seen = xmalloc((plan->nsteps + 1) * sizeof(uint32_t)), nseen = 0;
+	/* At most nsteps patterns, usually one or log p; O(patterns^2) lookups. */
+	m->pattern = xmalloc((plan->nsteps + 1) * sizeof(uint32_t));
+	m->per = xmalloc((plan->nsteps + 1) * sizeof(*m->per));
+	uint32_t n = 0;
 	for (uint32_t k = 0; k < plan->nsteps; k++) {
 		uint32_t pat = algo->pattern ? algo->pattern(plan, k) : k, i;
-		for (i = 0; i < nseen && seen[i] != pat; i++)
+		for (i = 0; i < n && m->pattern[i] != pat; i++)
 			;
-		if (i < nseen)
+		if (i < n)
 			continue;
-		seen[nseen++] = pat;
-		scan_pattern(sim, g, algo, plan, order, k, l);
+		m->pattern[n] = pat;
+		m->per[n] = (struct sim_coll_links){ 0 };
+		scan_pattern(sim, g, algo, plan, order, k, &m->per[n]);
+		links_merge(&m->ls.all, &m->per[n]);
+		n++;
 	}
-	free(seen);
+	m->ls.n = n;
+	m->ls.pattern = m->pattern;
+	m->ls.per = m->per;
 	free(order);
+}
+
+/* The memo of a collective's links on a group, computed on first use. */
+static const struct sim_coll_linkset *links_get(struct sim *sim, uint32_t group,
+						const struct sim_coll_algo *algo,
+						enum sim_coll_op op, double bytes,
+						unsigned channels)
+{
+	static const struct sim_coll_linkset none;
+	struct sim_group *g = &sim->groups[group];
+	struct sim_coll_plan plan;
+	char err[256];
+	for (struct coll_links_memo *m = g->memo; m; m = m->next)
+		if (m->algo == algo && m->op == op && m->channels == channels)
+			return &m->ls;
+	unsigned c = channels;
+	if (plan_build(sim, g, algo, op, bytes, &c, &plan, err, sizeof(err)) < 0)
+		return &none;
+	struct coll_links_memo *m = xcalloc(1, sizeof(*m));
+	m->algo = algo, m->op = op, m->channels = channels, m->next = g->memo;
+	links_compute(sim, g, algo, &plan, m);
+	g->memo = m;
+	return &m->ls;
 }
 
 void sim_coll_links(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
 		    enum sim_coll_op op, double bytes, unsigned channels,
 		    struct sim_coll_links *out)
 {
-	struct sim_group *g = &sim->groups[group];
-	struct sim_coll_plan plan;
-	char err[256];
-	for (struct coll_links_memo *m = g->memo; m; m = m->next)
-		if (m->algo == algo && m->op == op && m->channels == channels) {
-			*out = m->links;
-			return;
-		}
-	unsigned c = channels;
-	if (plan_build(sim, g, algo, op, bytes, &c, &plan, err, sizeof(err)) < 0) {
-		*out = (struct sim_coll_links){ 0 };
-		return;
-	}
-	struct coll_links_memo *m = xcalloc(1, sizeof(*m));
-	*m = (struct coll_links_memo){ .algo = algo, .op = op, .channels = channels, .next = g->memo };
-	links_compute(sim, g, algo, &plan, &m->links);
-	g->memo = m;
-	*out = m->links;
+	*out = links_get(sim, group, algo, op, bytes, channels)->all;
 }
 
 /* Closed-form time of a planned collective on its links. */
 static double plan_time_s(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
 			  const struct sim_coll_plan *plan, unsigned channels_asked)
 {
-	struct sim_coll_links l;
-	sim_coll_links(sim, group, algo, plan->op, plan->bytes, channels_asked, &l);
-	return algo->time_s(plan, &l);
+	return algo->time_s(plan, links_get(sim, group, algo, plan->op, plan->bytes,
+					    channels_asked));
 }
 
 /* Resolve algo (NULL: the fastest by closed form) and plan it. */
@@ -424,6 +463,8 @@ void sim_group_free(struct sim_group *g)
 	while (g->memo) {
 		struct coll_links_memo *m = g->memo;
 		g->memo = m->next;
+		free(m->pattern);
+		free(m->per);
 		free(m);
 	}
 	free(g->live);

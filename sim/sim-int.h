@@ -28,6 +28,7 @@ struct sim_xfer {
 	struct sim_event ev;
 	struct sim_route route;
 	double left;                 /* bytes not yet issued                */
+	double carry_ps;             /* rounding of the wire time so far   */
 	uint8_t arriving;            /* ev is the arrival, not a chunk issue */
 	void (*done)(struct sim *sim, struct sim_xfer *x);
 	void *owner;                 /* the owner's context and indices     */

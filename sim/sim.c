@@ -168,7 +168,12 @@ static sim_ps wire_ps(double bytes, double bw_Bps)
 	return bw_Bps > 0 ? sim_ps_from_s(bytes / bw_Bps) : 0;
 }
 
-/* Reserve the route for the next chunk and schedule what follows it. */
+/*
+ * Reserve the route for the next chunk and schedule what follows it. The
+ * chunk's time on the bottleneck is rounded to picoseconds with the rounding
+ * error carried to the next chunk, so a message of many chunks takes
+ * bytes / W to within a picosecond, whatever the chunk size.
+ */
 static void xfer_issue(struct sim *sim, struct sim_xfer *x)
 {
 	double chunk = sim->cfg.chunk_bytes;
@@ -179,17 +184,19 @@ static void xfer_issue(struct sim *sim, struct sim_xfer *x)
 		if (f > s)
 			s = f;
 	}
+	double exact = x->route.bw_Bps > 0 ? c / x->route.bw_Bps * (double)SIM_PS_PER_S : 0;
+	sim_ps wire = (sim_ps)llround(exact + x->carry_ps);
+	x->carry_ps += exact - (double)wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
-		sim_ps w = wire_ps(c, l->bw_Bps);
+		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire : wire_ps(c, l->bw_Bps);
 		l->free_ps = s + w;
 		l->busy_ps += w;
 		l->bytes += c;
 	}
 	x->left = x->left <= chunk ? 0 : x->left - c;
-	sim_ps leave = s + wire_ps(c, x->route.bw_Bps);
 	x->arriving = x->left == 0;
-	sim_schedule(sim, x->arriving ? leave + x->route.alpha_ps : leave, &x->ev);
+	sim_schedule(sim, x->arriving ? s + wire + x->route.alpha_ps : s + wire, &x->ev);
 }
 
 static void xfer_release(struct sim *sim, struct sim_xfer *x)
@@ -232,6 +239,7 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 	struct sim_xfer *x = xfer_alloc(sim);
 	x->ev.fire = xfer_fire;
 	x->left = bytes > 0 ? bytes : 0;
+	x->carry_ps = 0;
 	x->done = done;
 	x->owner = owner;
 	if (src == dst) {

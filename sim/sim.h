@@ -142,6 +142,22 @@ struct sim_coll_links {
 	double alpha_inter_s, bw_inter_Bps;  /* both 0 if the group is in one node */
 };
 
+/*
+ * The links of a collective by step pattern (see sim_coll_algo.pattern): the
+ * classes of the routes one step of each pattern crosses, and `all`, the
+ * worst of every pattern. n = 0 means uniform: every pattern has `all`.
+ */
+struct sim_coll_linkset {
+	struct sim_coll_links all;
+	uint32_t n;
+	const uint32_t *pattern;            /* n pattern ids                  */
+	const struct sim_coll_links *per;   /* n classes, one per pattern     */
+};
+
+/* The classes of one pattern (all of them if it was not scanned). */
+const struct sim_coll_links *sim_coll_linkset_at(const struct sim_coll_linkset *ls,
+						 uint32_t pattern);
+
 /* Algorithm flags. */
 #define SIM_COLL_SNAKE    1u  /* lay members out as a ring snaking through nodes */
 #define SIM_COLL_CHANNELS 2u  /* default channels across nodes: one per NIC rail */
@@ -167,8 +183,9 @@ struct sim_coll_algo {
 	/* Steps of equal pattern use the same peers: sim_coll_links() looks at
 	 * one step of each pattern only (ring: one pattern; rd: one per step). */
 	uint32_t (*pattern)(const struct sim_coll_plan *plan, uint32_t k);
-	/* Closed-form time in seconds on the given links, without contention. */
-	double (*time_s)(const struct sim_coll_plan *plan, const struct sim_coll_links *l);
+	/* Closed-form time in seconds on the given links, without contention:
+	 * each step costs its latency and bytes on the links of its pattern. */
+	double (*time_s)(const struct sim_coll_plan *plan, const struct sim_coll_linkset *ls);
 };
 
 /* ---- programs ---------------------------------------------------------- */

@@ -230,12 +230,14 @@ static int parse_unit(const struct key_def *k, const char *v, double *out,
 		      char *err, size_t errlen)
 {
 	char why[256];
+	double x;
 	enum sim_unit u = k->type == K_RATE ? SIM_UNIT_RATE : SIM_UNIT_TIME;
-	if (sim_units_parse(u, v, out, why, sizeof(why)) < 0)
+	if (sim_units_parse(u, v, &x, why, sizeof(why)) < 0)
 		return fail(err, errlen, "cluster.%s: %s", k->name, why);
-	if (k->type == K_RATE && !(*out > 0))
+	if (k->type == K_RATE && !(x > 0))
 		return fail(err, errlen, "cluster.%s: expected a rate above 0, got '%s'",
 			    k->name, v);
+	*out = x;  /* only a valid value changes the configuration */
 	return 0;
 }
 

@@ -1,0 +1,1003 @@
+/*
+ * test_engine.c - unit tests for the event engine (sim/sim.c, sim/coll.c)
+ * through its public interface, sim/sim.h, on a topology defined here.
+ *
+ * The test topology is the smallest the engine accepts: every rank is its
+ * own node, with one rail, and routes are one of
+ *   pairs  every ordered pair of ranks has its own link, created on first use
+ *          (so no two flows between different pairs ever share a link);
+ *   star   every rank has one transmit and one receive link, so a route
+ *          src -> dst is [tx(src), rx(dst)] and flows into one rank share.
+ * Every route has latency alpha and bandwidth W. The expected times below are
+ * the α-β closed forms of SPEC.md; transfers move in chunks whose wire times
+ * are rounded to picoseconds, so comparisons allow one picosecond per chunk.
+ *
+ * Nothing here reads the wall clock: every figure is simulated time.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "sim/sim.h"
+#include "tests/testlib.h"
+
+/* ---- the test topology ----------------------------------------------------- */
+
+enum tt_kind { TT_PAIRS, TT_STAR };
+
+enum { TT_TAG_PAIR = 1, TT_TAG_TX, TT_TAG_RX };
+#define TT_TAG(kind, i) (((uint32_t)(kind) << 28) | (uint32_t)(i))
+#define TT_NONE UINT32_MAX
+
+struct ttopo {
+	enum tt_kind kind;
+	uint32_t nranks;
+	sim_ps alpha_ps;
+	double bw_Bps;
+	uint32_t *link;     /* pairs: [src * n + dst]; star: [2 * rank + rx] */
+	uint32_t created;   /* links made so far                             */
+};
+
+static void ttopo_init(struct ttopo *t, enum tt_kind kind, uint32_t nranks,
+		       double alpha_s, double bw_Bps)
+{
+	size_t n = kind == TT_PAIRS ? (size_t)nranks * nranks : 2 * (size_t)nranks;
+	*t = (struct ttopo){
+		.kind = kind, .nranks = nranks, .alpha_ps = sim_ps_from_s(alpha_s),
+		.bw_Bps = bw_Bps, .link = malloc(n * sizeof(uint32_t)),
+	};
+	ck_assert_ptr_nonnull(t->link);
+	for (size_t i = 0; i < n; i++)
+		t->link[i] = TT_NONE;
+}
+
+static void ttopo_clear(struct ttopo *t)
+{
+	free(t->link);
+	t->link = NULL;
+}
+
+/* The link in slot i, made now if this is its first use. */
+static uint32_t tt_link(struct ttopo *t, struct sim *sim, size_t i, uint32_t tag)
+{
+	if (t->link[i] == TT_NONE) {
+		t->link[i] = sim_link_add(sim, t->bw_Bps, tag);
+		t->created++;
+	}
+	return t->link[i];
+}
+
+static void tt_route(void *topo, struct sim *sim, uint32_t src, uint32_t dst,
+		     struct sim_route *out)
+{
+	struct ttopo *t = topo;
+	ck_assert_msg(src < t->nranks && dst < t->nranks && src != dst,
+		      "route %u -> %u on %u ranks", src, dst, t->nranks);
+	*out = (struct sim_route){ .alpha_ps = t->alpha_ps, .bw_Bps = t->bw_Bps };
+	if (t->kind == TT_PAIRS) {
+		size_t i = (size_t)src * t->nranks + dst;
+		out->link[out->n++] = tt_link(t, sim, i, TT_TAG(TT_TAG_PAIR, i));
+	} else {
+		out->link[out->n++] = tt_link(t, sim, 2 * (size_t)src, TT_TAG(TT_TAG_TX, src));
+		out->link[out->n++] = tt_link(t, sim, 2 * (size_t)dst + 1, TT_TAG(TT_TAG_RX, dst));
+	}
+}
+
+static uint32_t tt_node_of(void *topo, uint32_t rank)
+{
+	(void)topo;
+	return rank;
+}
+
+static uint32_t tt_rails(void *topo)
+{
+	(void)topo;
+	return 1;
+}
+
+static void tt_link_name(void *topo, uint32_t tag, char *buf, size_t len)
+{
+	const struct ttopo *t = topo;
+	uint32_t i = tag & 0x0fffffffu;
+	switch (tag >> 28) {
+	case TT_TAG_PAIR:
+		snprintf(buf, len, "r%u->r%u", i / t->nranks, i % t->nranks);
+		break;
+	case TT_TAG_TX:
+		snprintf(buf, len, "r%u.tx", i);
+		break;
+	default:
+		snprintf(buf, len, "r%u.rx", i);
+		break;
+	}
+}
+
+static const struct sim_topo_ops tt_ops = {
+	.route = tt_route,
+	.node_of = tt_node_of,
+	.rails = tt_rails,
+	.link_name = tt_link_name,
+};
+
+/* ---- a recorder ---------------------------------------------------------------- */
+
+enum { REC_MAX = 1024 };
+
+struct rec_entry {
+	uint32_t rank;
+	const struct sim_op *op;
+	sim_ps start, end;
+};
+
+struct rec {
+	struct rec_entry e[REC_MAX];
+	uint32_t n;
+};
+
+static void rec_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
+			sim_ps start, sim_ps end)
+{
+	struct rec *r = ctx;
+	ck_assert_msg(r->n < REC_MAX, "more than %d ops recorded", REC_MAX);
+	r->e[r->n++] = (struct rec_entry){ rank, op, start, end };
+}
+
+static const struct sim_recorder_ops rec_ops = { .op_done = rec_op_done };
+
+/* The record of the op of that name on that rank (exactly one). */
+static const struct rec_entry *rec_find(const struct rec *r, uint32_t rank, const char *name)
+{
+	const struct rec_entry *found = NULL;
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->e[i].rank == rank && strcmp(r->e[i].op->name, name) == 0) {
+			ck_assert_msg(!found, "op '%s' of rank %u recorded twice", name, rank);
+			found = &r->e[i];
+		}
+	ck_assert_msg(found != NULL, "op '%s' of rank %u not recorded (%u records)", name,
+		      rank, r->n);
+	return found;
+}
+
+/* ---- a sim on the test topology ---------------------------------------------------- */
+
+struct tsim {
+	struct ttopo topo;
+	struct sim *sim;
+	uint32_t world;
+	struct rec *rec;
+};
+
+static void tsim_init_f(struct tsim *ts, enum tt_kind kind, uint32_t nranks, double alpha_s,
+			double bw_Bps, double chunk_bytes, enum sim_fidelity f)
+{
+	struct sim_config cfg;
+	sim_config_init(&cfg);
+	cfg.fidelity = f;
+	if (chunk_bytes > 0)
+		cfg.chunk_bytes = chunk_bytes;
+	cfg.algos = coll_algos;
+	ttopo_init(&ts->topo, kind, nranks, alpha_s, bw_Bps);
+	ts->sim = sim_new(&cfg, nranks, &tt_ops, &ts->topo);
+	ck_assert_ptr_nonnull(ts->sim);
+	ck_assert_uint_eq(sim_nranks(ts->sim), nranks);
+	uint32_t *ranks = malloc(nranks * sizeof(uint32_t));
+	ck_assert_ptr_nonnull(ranks);
+	for (uint32_t r = 0; r < nranks; r++)
+		ranks[r] = r;
+	ts->world = sim_group_add(ts->sim, ranks, nranks);
+	free(ranks);
+	ts->rec = calloc(1, sizeof(*ts->rec));
+	ck_assert_ptr_nonnull(ts->rec);
+	sim_set_recorder(ts->sim, &rec_ops, ts->rec);
+}
+
+static void tsim_init(struct tsim *ts, enum tt_kind kind, uint32_t nranks, double alpha_s,
+		      double bw_Bps, double chunk_bytes)
+{
+	tsim_init_f(ts, kind, nranks, alpha_s, bw_Bps, chunk_bytes, SIM_FIDELITY_FLOW);
+}
+
+static void tsim_clear(struct tsim *ts)
+{
+	sim_free(ts->sim);
+	ttopo_clear(&ts->topo);
+	free(ts->rec);
+}
+
+/* Start rank with prog, its group slot 0 being the world. */
+static void tsim_start(struct tsim *ts, uint32_t rank, const struct sim_program *prog)
+{
+	sim_rank_start(ts->sim, rank, prog, &ts->world, 1);
+}
+
+static void tsim_run_ok(struct tsim *ts)
+{
+	int rc = sim_run(ts->sim);
+	ck_assert_msg(rc == 0, "sim_run = %d: %s", rc,
+		      sim_error(ts->sim) ? sim_error(ts->sim) : "(no error text)");
+}
+
+static const sim_ps US = 1000000;  /* picoseconds in a microsecond */
+
+/* got within tol picoseconds of want. */
+#define ASSERT_PS_NEAR(got, want, tol, what) do {				\
+	sim_ps g_ = (got), w_ = (want), t_ = (tol);				\
+	ck_assert_msg(g_ >= w_ - t_ && g_ <= w_ + t_,				\
+		      "%s: %lld ps, expected %lld ps (+-%lld)", (what),		\
+		      (long long)g_, (long long)w_, (long long)t_);		\
+} while (0)
+
+#define ASSERT_RECORD(r, rank, name, want_start, want_end) do {		\
+	const struct rec_entry *e_ = rec_find((r), (rank), (name));		\
+	ck_assert_msg(e_->start == (want_start) && e_->end == (want_end),	\
+		      "rank %u op '%s': [%lld, %lld] ps, expected [%lld, %lld]",	\
+		      (unsigned)(rank), (name), (long long)e_->start,		\
+		      (long long)e_->end, (long long)(want_start),		\
+		      (long long)(want_end));					\
+} while (0)
+
+/* Chunks a message of n bytes moves in. */
+static sim_ps nchunks(double n, double chunk)
+{
+	sim_ps c = (sim_ps)(n / chunk);
+	return (double)c * chunk < n ? c + 1 : c;
+}
+
+/* ---- compute and streams --------------------------------------------------------- */
+
+START_TEST(test_compute_back_to_back)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "a", 1 * US, 1e9, 0);
+	sim_program_compute(p, 0, "b", 2 * US, 2e9, 0);
+	sim_program_compute(p, 0, "c", 3 * US, 3e9, 0);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "a", 0, 1 * US);
+	ASSERT_RECORD(ts.rec, 0, "b", 1 * US, 3 * US);
+	ASSERT_RECORD(ts.rec, 0, "c", 3 * US, 6 * US);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 6 * US);
+	ck_assert_int_eq(sim_now(ts.sim), 6 * US);
+	ck_assert_uint_eq(ts.rec->n, 3);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+START_TEST(test_deps_across_streams)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	uint32_t a = sim_program_compute(p, 0, "a", 5 * US, 0, 0);
+	uint32_t b = sim_program_compute(p, 1, "b", 2 * US, 0, 0);
+	sim_program_dep(p, a);                 /* b waits for a */
+	sim_program_compute(p, 1, "c", 1 * US, 0, 0);
+	sim_program_compute(p, 2, "d", 1 * US, 0, 0);  /* free to start at once */
+	sim_program_compute(p, 3, "e", 1 * US, 0, 0);
+	sim_program_dep(p, a);
+	sim_program_dep(p, b);                 /* e waits for a and b */
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "a", 0, 5 * US);
+	ASSERT_RECORD(ts.rec, 0, "b", 5 * US, 7 * US);
+	ASSERT_RECORD(ts.rec, 0, "c", 7 * US, 8 * US);
+	ASSERT_RECORD(ts.rec, 0, "d", 0, 1 * US);
+	ASSERT_RECORD(ts.rec, 0, "e", 7 * US, 8 * US);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 8 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+START_TEST(test_streams_overlap)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "long", 5 * US, 0, 0);
+	sim_program_compute(p, 1, "short", 3 * US, 0, 0);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "long", 0, 5 * US);
+	ASSERT_RECORD(ts.rec, 0, "short", 0, 3 * US);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 5 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+START_TEST(test_zero_compute)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_compute(p, 0, "z0", 0, 0, 0);
+	sim_program_compute(p, 0, "z1", 0, 0, 0);
+	sim_program_compute(p, 0, "one", 1 * US, 0, 0);
+	sim_program_compute(p, 0, "z2", 0, 0, 0);
+	sim_program_compute(q, 0, "only", 0, 0, 0);   /* a rank of one empty op */
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, q);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "z0", 0, 0);
+	ASSERT_RECORD(ts.rec, 0, "z1", 0, 0);
+	ASSERT_RECORD(ts.rec, 0, "one", 0, 1 * US);
+	ASSERT_RECORD(ts.rec, 0, "z2", 1 * US, 1 * US);
+	ASSERT_RECORD(ts.rec, 1, "only", 0, 0);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 1 * US);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 1), 0);
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* ---- point-to-point ------------------------------------------------------------- */
+
+static const double chunk_sizes[] = { 64.0 * 1024, 1024.0 * 1024, SIM_DEFAULT_CHUNK_BYTES, 1e9 };
+
+/* 10 MB from rank 0 to rank 1: alpha + n/W whatever the chunk size. */
+START_TEST(test_send_recv_time)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6, chunk = chunk_sizes[_i];
+	for (int kind = TT_PAIRS; kind <= TT_STAR; kind++) {
+		struct tsim ts;
+		tsim_init(&ts, (enum tt_kind)kind, 2, alpha, W, chunk);
+		struct sim_program *s = sim_program_new(), *r = sim_program_new();
+		sim_program_send(s, 0, "send", 0, 1, n);
+		sim_program_recv(r, 0, "recv", 0, 0, n);
+		tsim_start(&ts, 0, s);
+		tsim_start(&ts, 1, r);
+		tsim_run_ok(&ts);
+		sim_ps want = sim_ps_from_s(alpha + n / W);  /* 210 us */
+		char what[96];
+		snprintf(what, sizeof what, "%s topology, chunk %.0f B: receiver end",
+			 kind == TT_PAIRS ? "pairs" : "star", chunk);
+		ASSERT_PS_NEAR(sim_rank_end(ts.sim, 1), want, nchunks(n, chunk), what);
+		/* The send finishes when the message has arrived, as NCCL's does. */
+		ck_assert_int_eq(sim_rank_end(ts.sim, 0), sim_rank_end(ts.sim, 1));
+		const struct rec_entry *e = rec_find(ts.rec, 1, "recv");
+		ck_assert_int_eq(e->start, 0);
+		/* Every link of the route carried the message once. */
+		ck_assert_uint_eq(sim_nlinks(ts.sim), kind == TT_PAIRS ? 1 : 2);
+		for (uint32_t l = 0; l < sim_nlinks(ts.sim); l++) {
+			struct sim_link_stats st;
+			sim_link_stats(ts.sim, l, &st);
+			ck_assert_double_eq_tol(st.bytes, n, 1e-6);
+			ck_assert_double_eq_tol(st.bw_Bps, W, 1e-3);
+			ASSERT_PS_NEAR(st.busy_ps, sim_ps_from_s(n / W), nchunks(n, chunk),
+				       "link busy time");
+		}
+		sim_program_free(s);
+		sim_program_free(r);
+		tsim_clear(&ts);
+	}
+}
+END_TEST
+
+/* One side is late by 5 us: the transfer starts at the rendezvous, either way. */
+START_TEST(test_recv_before_or_after_send)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6;
+	sim_ps end[2][2];
+	for (int late = 0; late < 2; late++) {  /* 0: the sender is late; 1: the receiver */
+		struct tsim ts;
+		tsim_init(&ts, TT_PAIRS, 2, alpha, W, 0);
+		struct sim_program *s = sim_program_new(), *r = sim_program_new();
+		sim_program_compute(late == 0 ? s : r, 0, "wait", 5 * US, 0, 0);
+		sim_program_send(s, 0, "send", 0, 1, n);
+		sim_program_recv(r, 0, "recv", 0, 0, n);
+		tsim_start(&ts, 0, s);
+		tsim_start(&ts, 1, r);
+		tsim_run_ok(&ts);
+		end[late][0] = sim_rank_end(ts.sim, 0);
+		end[late][1] = sim_rank_end(ts.sim, 1);
+		const struct rec_entry *es = rec_find(ts.rec, 0, "send");
+		const struct rec_entry *er = rec_find(ts.rec, 1, "recv");
+		/* The early side posts at 0 and waits; the late one posts at 5 us. */
+		ck_assert_int_eq(late == 0 ? es->start : er->start, 5 * US);
+		ck_assert_int_eq(late == 0 ? er->start : es->start, 0);
+		sim_program_free(s);
+		sim_program_free(r);
+		tsim_clear(&ts);
+	}
+	sim_ps want = 5 * US + sim_ps_from_s(alpha + n / W);
+	for (int late = 0; late < 2; late++)
+		for (int side = 0; side < 2; side++) {
+			char what[64];
+			snprintf(what, sizeof what, "%s late, rank %d end",
+				 late ? "receiver" : "sender", side);
+			ASSERT_PS_NEAR(end[late][side], want, nchunks(n, SIM_DEFAULT_CHUNK_BYTES), what);
+		}
+	ck_assert_msg(end[0][0] == end[1][0] && end[0][1] == end[1][1],
+		      "recv before send: %lld/%lld ps, after: %lld/%lld ps",
+		      (long long)end[1][0], (long long)end[1][1], (long long)end[0][0],
+		      (long long)end[0][1]);
+}
+END_TEST
+
+/*
+ * Two flows 0 -> 2 and 1 -> 2. On the star both cross rx(2): each takes about
+ * twice as long (SPEC C8's rule, on one link), both finishing within one
+ * chunk's wire time of alpha + 2n/W. On the pairs topology they share nothing.
+ * Rank 2 receives on two streams, so neither receive waits for the other.
+ */
+static void two_into_one(enum tt_kind kind, double chunk, sim_ps *end0, sim_ps *end1)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6;
+	struct tsim ts;
+	tsim_init(&ts, kind, 3, alpha, W, chunk);
+	struct sim_program *s0 = sim_program_new(), *s1 = sim_program_new();
+	struct sim_program *r = sim_program_new();
+	sim_program_send(s0, 0, "send", 0, 2, n);
+	sim_program_send(s1, 0, "send", 0, 2, n);
+	sim_program_recv(r, 0, "from0", 0, 0, n);
+	sim_program_recv(r, 1, "from1", 0, 1, n);
+	tsim_start(&ts, 0, s0);
+	tsim_start(&ts, 1, s1);
+	tsim_start(&ts, 2, r);
+	tsim_run_ok(&ts);
+	*end0 = rec_find(ts.rec, 2, "from0")->end;
+	*end1 = rec_find(ts.rec, 2, "from1")->end;
+	ck_assert_int_eq(rec_find(ts.rec, 0, "send")->end, *end0);
+	ck_assert_int_eq(rec_find(ts.rec, 1, "send")->end, *end1);
+	sim_program_free(s0);
+	sim_program_free(s1);
+	sim_program_free(r);
+	tsim_clear(&ts);
+}
+
+START_TEST(test_shared_link_halves)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6, chunk = chunk_sizes[_i];
+	sim_ps e0, e1;
+	two_into_one(TT_STAR, chunk, &e0, &e1);
+	sim_ps want = sim_ps_from_s(alpha + 2 * n / W);
+	sim_ps one_chunk = sim_ps_from_s(chunk / W) + 2 * nchunks(n, chunk);
+	char what[96];
+	snprintf(what, sizeof what, "star, chunk %.0f B, flow 0 -> 2", chunk);
+	ASSERT_PS_NEAR(e0, want, one_chunk, what);
+	snprintf(what, sizeof what, "star, chunk %.0f B, flow 1 -> 2", chunk);
+	ASSERT_PS_NEAR(e1, want, one_chunk, what);
+	/* The pairs topology joins 0 -> 2 and 1 -> 2 by different links. */
+	two_into_one(TT_PAIRS, chunk, &e0, &e1);
+	want = sim_ps_from_s(alpha + n / W);
+	ASSERT_PS_NEAR(e0, want, nchunks(n, chunk), "pairs, flow 0 -> 2");
+	ASSERT_PS_NEAR(e1, want, nchunks(n, chunk), "pairs, flow 1 -> 2");
+}
+END_TEST
+
+/* 0 -> 1 and 2 -> 3 on the star share no link: each takes the time of one. */
+START_TEST(test_disjoint_links_full_speed)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6;
+	struct tsim ts;
+	tsim_init(&ts, TT_STAR, 4, alpha, W, 0);
+	/* Peers differ by rank: one program each. */
+	struct sim_program *s = sim_program_new(), *r = sim_program_new();
+	struct sim_program *s2 = sim_program_new(), *r3 = sim_program_new();
+	sim_program_send(s, 0, "send", 0, 1, n);
+	sim_program_recv(r, 0, "recv", 0, 0, n);
+	sim_program_send(s2, 0, "send", 0, 3, n);
+	sim_program_recv(r3, 0, "recv", 0, 2, n);
+	tsim_start(&ts, 0, s);
+	tsim_start(&ts, 1, r);
+	tsim_start(&ts, 2, s2);
+	tsim_start(&ts, 3, r3);
+	tsim_run_ok(&ts);
+	sim_ps want = sim_ps_from_s(alpha + n / W);
+	for (uint32_t rank = 0; rank < 4; rank++) {
+		char what[32];
+		snprintf(what, sizeof what, "rank %u end", rank);
+		ASSERT_PS_NEAR(sim_rank_end(ts.sim, rank), want,
+			       nchunks(n, SIM_DEFAULT_CHUNK_BYTES), what);
+	}
+	sim_program_free(s);
+	sim_program_free(r);
+	sim_program_free(s2);
+	sim_program_free(r3);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* Sends and receives of one pair match in program order. */
+START_TEST(test_p2p_program_order)
+{
+	const double alpha = 1e-6, W = 1e9;
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, alpha, W, 0);
+	struct sim_program *s = sim_program_new(), *r = sim_program_new();
+	sim_program_send(s, 0, "s1", 0, 1, 1e3);
+	sim_program_send(s, 0, "s2", 0, 1, 1e6);
+	sim_program_recv(r, 0, "r1", 0, 0, 1e3);
+	sim_program_recv(r, 0, "r2", 0, 0, 1e6);
+	tsim_start(&ts, 0, s);
+	tsim_start(&ts, 1, r);
+	tsim_run_ok(&ts);
+	sim_ps t1 = sim_ps_from_s(alpha + 1e3 / W);
+	sim_ps t2 = t1 + sim_ps_from_s(alpha + 1e6 / W);
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "r1")->end, t1, 2, "first message");
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "r2")->end, t2, 4, "second message");
+	sim_program_free(s);
+	sim_program_free(r);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* ---- failures ----------------------------------------------------------------- */
+
+static void expect_failure(struct tsim *ts, const char *needle)
+{
+	int rc = sim_run(ts->sim);
+	const char *err = sim_error(ts->sim);
+	ck_assert_msg(rc == -1, "sim_run = %d, expected -1 (error: %s)", rc, err ? err : "none");
+	ck_assert_msg(err != NULL && strstr(err, needle) != NULL,
+		      "sim_error = \"%s\", expected \"%s\" in it", err ? err : "(null)", needle);
+}
+
+START_TEST(test_deadlock_unmatched_recv)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_compute(p, 0, "work", 3 * US, 0, 0);
+	sim_program_recv(q, 0, "lonely recv", 0, 0, 1e6);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, q);
+	expect_failure(&ts, "deadlock");
+	ck_assert_msg(strstr(sim_error(ts.sim), "lonely recv") != NULL,
+		      "sim_error = \"%s\" does not name the stuck op", sim_error(ts.sim));
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* Both ranks receive first: the classic cycle. */
+START_TEST(test_deadlock_cycle)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_recv(p, 0, "recv", 0, 1, 1e6);
+	sim_program_send(p, 0, "send", 0, 1, 1e6);
+	sim_program_recv(q, 0, "recv", 0, 0, 1e6);
+	sim_program_send(q, 0, "send", 0, 0, 1e6);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, q);
+	expect_failure(&ts, "deadlock");
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* A collective that one member never joins. */
+START_TEST(test_deadlock_collective)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 3, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 1e6, 0, 0);
+	sim_program_compute(q, 0, "work", 1 * US, 0, 0);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, p);
+	tsim_start(&ts, 2, q);
+	expect_failure(&ts, "deadlock");
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* Members that disagree on the collective are reported, not run. */
+START_TEST(test_collective_mismatch)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 1e6, 0, 0);
+	sim_program_coll(q, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 2e6, 0, 0);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, q);
+	expect_failure(&ts, "joined");
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* An algorithm that refuses the group size fails the run with its reason. */
+START_TEST(test_collective_refused)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 3, 10e-6, 50e9, 0);
+	char err[256] = "";
+	unsigned c = 0;
+	const struct sim_coll_algo *a = sim_coll_check(ts.sim, ts.world, SIM_COLL_ALLREDUCE,
+						       &coll_hd, 1e6, &c, err, sizeof err);
+	ck_assert_msg(a == NULL && strstr(err, "power") != NULL,
+		      "hd on 3 ranks: algo %s, err \"%s\"", a ? a->name : "NULL", err);
+	/* auto still finds one. */
+	c = 0;
+	a = sim_coll_check(ts.sim, ts.world, SIM_COLL_ALLREDUCE, NULL, 1e6, &c, err, sizeof err);
+	ck_assert_msg(a != NULL, "auto on 3 ranks: %s", err);
+	struct sim_program *p = sim_program_new();
+	sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_hd, 0, 1e6, 0, 0);
+	for (uint32_t r = 0; r < 3; r++)
+		tsim_start(&ts, r, p);
+	expect_failure(&ts, "power");
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* ---- collectives on the test topology ------------------------------------------ */
+
+/* SPEC C1 on the pairs topology: 2(p-1)(alpha + n/(pW)), flow and analytic. */
+START_TEST(test_ring_allreduce_closed_form)
+{
+	const double alpha = 10e-6, W = 50e9, n = 1e6;
+	const uint32_t p = 4;
+	for (int f = 0; f < 2; f++) {
+		struct tsim ts;
+		enum sim_fidelity fid = f ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
+		tsim_init_f(&ts, TT_PAIRS, p, alpha, W, 0, fid);
+		struct sim_program *prog = sim_program_new();
+		sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+		for (uint32_t r = 0; r < p; r++)
+			tsim_start(&ts, r, prog);
+		tsim_run_ok(&ts);
+		double want = 2.0 * (p - 1) * (alpha + n / p / W);   /* 90 us */
+		for (uint32_t r = 0; r < p; r++) {
+			double got = sim_ps_to_s(sim_rank_end(ts.sim, r));
+			ck_assert_msg(rel_err(got, want) < 1e-6, "%s: rank %u ends at %.9g s, "
+				      "expected %.9g s", sim_fidelity_name(fid), r, got, want);
+		}
+		double closed = sim_coll_time_s(ts.sim, ts.world, &coll_ring, SIM_COLL_ALLREDUCE,
+						n, 0);
+		ck_assert_msg(rel_err(closed, want) < 1e-9, "sim_coll_time_s = %.9g, expected %.9g",
+			      closed, want);
+		sim_program_free(prog);
+		tsim_clear(&ts);
+	}
+}
+END_TEST
+
+/* A collective on a group of one finishes when it starts. */
+START_TEST(test_collective_one_member)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	uint32_t me = 0;
+	uint32_t solo = sim_group_add(ts.sim, &me, 1);
+	ck_assert_uint_eq(sim_group_size(ts.sim, solo), 1);
+	struct sim_program *p = sim_program_new();
+	sim_program_coll(p, 1, "ar0", SIM_COLL_ALLREDUCE, NULL, 0, 1e9, 0, 0);
+	sim_program_compute(p, 1, "work", 3 * US, 0, 0);
+	sim_program_coll(p, 1, "ar1", SIM_COLL_ALLREDUCE, NULL, 0, 1e9, 0, 0);
+	sim_program_coll(p, 1, "ag", SIM_COLL_ALLGATHER, &coll_ring, 0, 1e9, 0, 0);
+	sim_rank_start(ts.sim, 0, p, &solo, 1);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "ar0", 0, 0);
+	ASSERT_RECORD(ts.rec, 0, "work", 0, 3 * US);
+	ASSERT_RECORD(ts.rec, 0, "ar1", 3 * US, 3 * US);
+	ASSERT_RECORD(ts.rec, 0, "ag", 3 * US, 3 * US);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 3 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* ---- recorder, determinism, independence ------------------------------------------ */
+
+/*
+ * A mixed program on p ranks: rank-dependent compute, an all-reduce chosen by
+ * auto, a ring shift of point-to-point messages on another stream, an
+ * all-to-all after both. One program per rank (the compute differs).
+ */
+static struct sim_program *mixed_program(uint32_t rank, uint32_t p)
+{
+	struct sim_program *prog = sim_program_new();
+	uint32_t c = sim_program_compute(prog, 0, "fwd", (sim_ps)(rank + 1) * 7 * US, 1e12, 1e9);
+	sim_program_coll(prog, 1, "allreduce", SIM_COLL_ALLREDUCE, NULL, 0, 4.3e6, 0, 0);
+	sim_program_dep(prog, c);
+	uint32_t sd = sim_program_send(prog, 2, "shift send", 0, (rank + 1) % p, 3e6);
+	sim_program_recv(prog, 3, "shift recv", 0, (rank + p - 1) % p, 3e6);
+	sim_program_compute(prog, 0, "bwd", 11 * US, 2e12, 1e9);
+	sim_program_coll(prog, 1, "alltoall", SIM_COLL_ALLTOALL, NULL, 0, 2e6, 0, 0);
+	sim_program_dep(prog, sd);
+	return prog;
+}
+
+struct mixed_result {
+	sim_ps end[8];
+	uint64_t events;
+	uint32_t records;
+	uint32_t nlinks;
+};
+
+static void run_mixed(enum tt_kind kind, uint32_t p, struct mixed_result *out)
+{
+	struct tsim ts;
+	struct sim_program *progs[8];
+	ck_assert_uint_le(p, 8);
+	tsim_init(&ts, kind, p, 3e-6, 25e9, 256 * 1024);
+	for (uint32_t r = 0; r < p; r++) {
+		progs[r] = mixed_program(r, p);
+		tsim_start(&ts, r, progs[r]);
+	}
+	tsim_run_ok(&ts);
+	memset(out, 0, sizeof *out);
+	for (uint32_t r = 0; r < p; r++)
+		out->end[r] = sim_rank_end(ts.sim, r);
+	out->events = sim_events(ts.sim);
+	out->records = ts.rec->n;
+	out->nlinks = sim_nlinks(ts.sim);
+	/* Every op of every rank recorded exactly once, start <= end. */
+	uint32_t total = 0;
+	for (uint32_t r = 0; r < p; r++) {
+		total += progs[r]->nops;
+		for (uint32_t i = 0; i < progs[r]->nops; i++) {
+			const struct sim_op *op = &progs[r]->ops[i];
+			uint32_t seen = 0;
+			for (uint32_t k = 0; k < ts.rec->n; k++) {
+				const struct rec_entry *e = &ts.rec->e[k];
+				if (e->op != op)
+					continue;
+				seen++;
+				ck_assert_msg(e->rank == r, "op '%s' of rank %u recorded as rank %u",
+					      op->name, r, e->rank);
+				ck_assert_msg(e->start <= e->end && e->end <= out->end[r],
+					      "rank %u op '%s': start %lld, end %lld, rank end %lld",
+					      r, op->name, (long long)e->start, (long long)e->end,
+					      (long long)out->end[r]);
+			}
+			ck_assert_msg(seen == 1, "rank %u op '%s' recorded %u times", r, op->name,
+				      seen);
+		}
+	}
+	ck_assert_uint_eq(ts.rec->n, total);
+	/* Program order on each stream, and the dependencies. */
+	for (uint32_t r = 0; r < p; r++) {
+		const struct rec_entry *fwd = rec_find(ts.rec, r, "fwd");
+		const struct rec_entry *bwd = rec_find(ts.rec, r, "bwd");
+		const struct rec_entry *arr = rec_find(ts.rec, r, "allreduce");
+		const struct rec_entry *a2a = rec_find(ts.rec, r, "alltoall");
+		const struct rec_entry *sd = rec_find(ts.rec, r, "shift send");
+		ck_assert_msg(bwd->start == fwd->end, "rank %u: bwd starts %lld, fwd ends %lld",
+			      r, (long long)bwd->start, (long long)fwd->end);
+		ck_assert_msg(arr->start >= fwd->end, "rank %u: all-reduce starts %lld before "
+			      "fwd ends %lld", r, (long long)arr->start, (long long)fwd->end);
+		ck_assert_msg(a2a->start >= arr->end && a2a->start >= sd->end,
+			      "rank %u: all-to-all starts %lld; all-reduce ends %lld, send %lld",
+			      r, (long long)a2a->start, (long long)arr->end, (long long)sd->end);
+	}
+	for (uint32_t r = 0; r < p; r++)
+		sim_program_free(progs[r]);
+	tsim_clear(&ts);
+}
+
+START_TEST(test_recorder_and_determinism)
+{
+	for (int kind = TT_PAIRS; kind <= TT_STAR; kind++) {
+		struct mixed_result a, b;
+		run_mixed((enum tt_kind)kind, 6, &a);
+		run_mixed((enum tt_kind)kind, 6, &b);
+		ck_assert_msg(a.events == b.events, "events %llu then %llu",
+			      (unsigned long long)a.events, (unsigned long long)b.events);
+		ck_assert_uint_eq(a.records, b.records);
+		ck_assert_uint_eq(a.nlinks, b.nlinks);
+		for (uint32_t r = 0; r < 6; r++)
+			ck_assert_msg(a.end[r] == b.end[r], "rank %u ends at %lld then %lld", r,
+				      (long long)a.end[r], (long long)b.end[r]);
+		ck_assert_msg(a.events > 100, "only %llu events", (unsigned long long)a.events);
+	}
+}
+END_TEST
+
+/* Two sims alive at once, with different links, started before either runs. */
+START_TEST(test_two_sims_independent)
+{
+	const double n = 10e6;
+	struct tsim A, B;
+	tsim_init(&A, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	tsim_init(&B, TT_STAR, 3, 2e-6, 25e9, 64 * 1024);
+	struct sim_program *s = sim_program_new(), *r = sim_program_new(), *x = sim_program_new();
+	sim_program_send(s, 0, "send", 0, 1, n);
+	sim_program_recv(r, 0, "recv", 0, 0, n);
+	sim_program_compute(x, 0, "idle", 1 * US, 0, 0);
+	tsim_start(&A, 0, s);
+	tsim_start(&B, 0, s);
+	tsim_start(&A, 1, r);
+	tsim_start(&B, 1, r);
+	tsim_start(&B, 2, x);
+	tsim_run_ok(&B);  /* B first: A's pending events must stay A's */
+	ck_assert_int_eq(sim_now(A.sim), 0);
+	ck_assert_uint_eq(sim_events(A.sim), 0);
+	tsim_run_ok(&A);
+	sim_ps wa = sim_ps_from_s(10e-6 + n / 50e9), wb = sim_ps_from_s(2e-6 + n / 25e9);
+	ASSERT_PS_NEAR(sim_rank_end(A.sim, 1), wa, nchunks(n, SIM_DEFAULT_CHUNK_BYTES), "sim A");
+	ASSERT_PS_NEAR(sim_rank_end(B.sim, 1), wb, nchunks(n, 64 * 1024), "sim B");
+	ck_assert_int_eq(sim_rank_end(B.sim, 2), 1 * US);
+	ck_assert_uint_eq(sim_nlinks(A.sim), 1);
+	ck_assert_uint_eq(sim_nlinks(B.sim), 2);
+	ck_assert_uint_eq(A.rec->n, 2);
+	ck_assert_uint_eq(B.rec->n, 3);
+	/* Each alone gives the same. */
+	struct tsim C;
+	tsim_init(&C, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	tsim_start(&C, 0, s);
+	tsim_start(&C, 1, r);
+	tsim_run_ok(&C);
+	ck_assert_int_eq(sim_rank_end(C.sim, 1), sim_rank_end(A.sim, 1));
+	ck_assert_uint_eq(sim_events(C.sim), sim_events(A.sim));
+	tsim_clear(&C);
+	tsim_clear(&A);
+	tsim_clear(&B);
+	sim_program_free(s);
+	sim_program_free(r);
+	sim_program_free(x);
+}
+END_TEST
+
+/* A rank may run a second program once the first has finished. */
+START_TEST(test_rank_restart)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "step", 4 * US, 0, 0);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 4 * US);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 8 * US);
+	ck_assert_uint_eq(ts.rec->n, 2);
+	ck_assert_int_eq(ts.rec->e[1].start, 4 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/*
+ * Collectives are matched by count across programs: the n-th collective a
+ * member joins on a group is one instance, however many programs it took.
+ */
+START_TEST(test_collective_across_restarts)
+{
+	const double alpha = 10e-6, W = 50e9, n = 1e6;
+	const uint32_t p = 4;
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, p, alpha, W, 0);
+	struct sim_program *prog = sim_program_new();
+	sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+	double one = 2.0 * (p - 1) * (alpha + n / p / W);
+	for (int round = 1; round <= 3; round++) {
+		for (uint32_t r = 0; r < p; r++)
+			tsim_start(&ts, r, prog);
+		tsim_run_ok(&ts);
+		for (uint32_t r = 0; r < p; r++) {
+			double got = sim_ps_to_s(sim_rank_end(ts.sim, r));
+			ck_assert_msg(rel_err(got, round * one) < 1e-6, "round %d: rank %u ends at "
+				      "%.9g s, expected %.9g s", round, r, got, round * one);
+		}
+	}
+	ck_assert_uint_eq(ts.rec->n, 3 * p);
+	sim_program_free(prog);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/* A group added after some ranks started; ranks started later use both. */
+START_TEST(test_group_added_later)
+{
+	const double alpha = 10e-6, W = 50e9, n = 1e6;
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 3, alpha, W, 0);
+	struct sim_program *solo = sim_program_new(), *pair = sim_program_new();
+	sim_program_compute(solo, 0, "work", 50 * US, 0, 0);
+	sim_program_coll(solo, 1, "world ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+	sim_program_dep(solo, 0);
+	tsim_start(&ts, 0, solo);
+	uint32_t members[2] = { 1, 2 };
+	uint32_t sub = sim_group_add(ts.sim, members, 2);
+	uint32_t slots[2] = { ts.world, sub };
+	/* Ranks 1, 2: an all-reduce among themselves, then the world's. */
+	sim_program_coll(pair, 1, "pair ar", SIM_COLL_ALLREDUCE, &coll_ring, 1, n, 0, 0);
+	sim_program_coll(pair, 1, "world ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+	sim_rank_start(ts.sim, 1, pair, slots, 2);
+	sim_rank_start(ts.sim, 2, pair, slots, 2);
+	tsim_run_ok(&ts);
+	double t_pair = 2.0 * (alpha + n / 2 / W);
+	double t_world = 4.0 * (alpha + n / 3 / W);
+	double got = sim_ps_to_s(rec_find(ts.rec, 1, "pair ar")->end);
+	ck_assert_msg(rel_err(got, t_pair) < 1e-6, "pair all-reduce ends at %.9g s, expected "
+		      "%.9g s", got, t_pair);
+	for (uint32_t r = 0; r < 3; r++) {
+		got = sim_ps_to_s(sim_rank_end(ts.sim, r));
+		ck_assert_msg(rel_err(got, 50e-6 + t_world) < 1e-6, "rank %u ends at %.9g s, "
+			      "expected %.9g s", r, got, 50e-6 + t_world);
+	}
+	sim_program_free(solo);
+	sim_program_free(pair);
+	tsim_clear(&ts);
+}
+END_TEST
+
+START_TEST(test_link_names)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_STAR, 2, 1e-6, 1e9, 0);
+	struct sim_route rt;
+	tt_ops.route(&ts.topo, ts.sim, 0, 1, &rt);
+	ck_assert_uint_eq(rt.n, 2);
+	struct sim_link_stats a, b;
+	sim_link_stats(ts.sim, rt.link[0], &a);
+	sim_link_stats(ts.sim, rt.link[1], &b);
+	char na[32], nb[32];
+	tt_ops.link_name(&ts.topo, a.tag, na, sizeof na);
+	tt_ops.link_name(&ts.topo, b.tag, nb, sizeof nb);
+	ck_assert_str_eq(na, "r0.tx");
+	ck_assert_str_eq(nb, "r1.rx");
+	tsim_clear(&ts);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("streams");
+	tcase_add_test(tc, test_compute_back_to_back);
+	tcase_add_test(tc, test_deps_across_streams);
+	tcase_add_test(tc, test_streams_overlap);
+	tcase_add_test(tc, test_zero_compute);
+	tcase_add_test(tc, test_rank_restart);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("p2p");
+	tcase_add_loop_test(tc, test_send_recv_time, 0, (int)(sizeof chunk_sizes / sizeof chunk_sizes[0]));
+	tcase_add_test(tc, test_recv_before_or_after_send);
+	tcase_add_loop_test(tc, test_shared_link_halves, 0, 3);
+	tcase_add_test(tc, test_disjoint_links_full_speed);
+	tcase_add_test(tc, test_p2p_program_order);
+	tcase_add_test(tc, test_link_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("failures");
+	tcase_add_test(tc, test_deadlock_unmatched_recv);
+	tcase_add_test(tc, test_deadlock_cycle);
+	tcase_add_test(tc, test_deadlock_collective);
+	tcase_add_test(tc, test_collective_mismatch);
+	tcase_add_test(tc, test_collective_refused);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("collectives");
+	tcase_add_test(tc, test_ring_allreduce_closed_form);
+	tcase_add_test(tc, test_collective_one_member);
+	tcase_add_test(tc, test_collective_across_restarts);
+	tcase_add_test(tc, test_group_added_later);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("runs");
+	tcase_add_test(tc, test_recorder_and_determinism);
+	tcase_add_test(tc, test_two_sims_independent);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
