@@ -12,7 +12,9 @@
  *            K entries, every event is one pop and one push.
  * allreduce  coll_bench over 1,024 ranks, ring, 1 GiB (2^30 B), on the
  *            `ideal` preset and on `dgx-h100` (128 nodes x 8 GPUs), in flow
- *            fidelity and in analytic fidelity for comparison.
+ *            fidelity and in analytic fidelity for comparison. The presets
+ *            are the cluster files the CLI uses (scenarios/clusters/), found
+ *            as scn_cluster_preset finds them.
  *
  * Each case runs in a forked child so that its peak resident set
  * (getrusage ru_maxrss, a process-wide high-water mark) is its own. Wall
@@ -34,6 +36,7 @@
 
 #include "collectives/bench.h"
 #include "collectives/coll.h"
+#include "scenarios/scenario.h"
 #include "sim/sim.h"
 #include "topology/topo.h"
 
@@ -59,7 +62,7 @@ static double peak_rss_mib(void)
 	return (double)ru.ru_maxrss / 1024.0;  /* Linux: KiB */
 }
 
-#define ROW_FMT "%-28s %12s %10s %14s %13s %12s\n"
+#define ROW_FMT "%-28s %10s %10s %13s %13s %10s\n"
 
 static void print_header(void)
 {
@@ -70,7 +73,7 @@ static void print_row(const char *name, uint64_t events, double wall, double sim
 {
 	char ev[32], w[32], rate[32], rss[32], st[32];
 	snprintf(ev, sizeof(ev), "%" PRIu64, events);
-	snprintf(w, sizeof(w), "%.3f", wall);
+	snprintf(w, sizeof(w), "%.6f", wall);
 	if (wall > 0)
 		snprintf(rate, sizeof(rate), "%.0f", (double)events / wall);
 	else
@@ -203,7 +206,7 @@ static int bench_allreduce(const struct ar_case *c)
 		.fidelity = c->fidelity,
 		.chunk_bytes = 0,
 	};
-	if (topo_config_preset(&cfg.cluster, c->preset, err, sizeof(err)) < 0 ||
+	if (scn_cluster_preset(&cfg.cluster, c->preset, err, sizeof(err)) < 0 ||
 	    (c->nodes && topo_config_set(&cfg.cluster, "nodes", c->nodes, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "bench_engine: %s: %s\n", c->name, err);
 		return -1;

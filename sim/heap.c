@@ -11,10 +11,24 @@
 
 #include <stdlib.h>
 
-/* Strict order on keys: earlier time first, then earlier push. */
+/*
+ * Strict order on keys: earlier time first, then earlier push. Written
+ * without short-circuits so the compiler emits flag arithmetic, not branches:
+ * the sift-down's comparisons are data-dependent and mispredicted branches
+ * were most of the cost of a pop (docs/performance.md).
+ */
 static inline int key_less(const struct sim_heap_entry *a, const struct sim_heap_entry *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
+}
+
+/* The smallest of the four children starting at c: a two-round tournament. */
+static inline uint32_t min_of_four(const struct sim_heap_entry *a, uint32_t c)
+{
+	const struct sim_heap_entry *k = a + c;
+	uint32_t b01 = (uint32_t)key_less(&k[1], &k[0]);
+	uint32_t b23 = 2 + (uint32_t)key_less(&k[3], &k[2]);
+	return c + (key_less(&k[b23], &k[b01]) ? b23 : b01);
 }
 
 void sim_heap_init(struct sim_heap *h)
@@ -61,10 +75,14 @@ int sim_heap_pop(struct sim_heap *h, struct sim_heap_entry *out)
 		uint32_t c = 4 * i + 1;
 		if (c >= n)
 			break;
-		uint32_t best = c, end = c + 4 < n ? c + 4 : n;
-		for (uint32_t j = c + 1; j < end; j++)
-			if (key_less(&h->a[j], &h->a[best]))
-				best = j;
+		uint32_t best = c;
+		if (c + 3 < n) {
+			best = min_of_four(h->a, c);
+		} else {  /* the last level's one to three children */
+			for (uint32_t j = c + 1; j < n; j++)
+				if (key_less(&h->a[j], &h->a[best]))
+					best = j;
+		}
 		if (!key_less(&h->a[best], &last))
 			break;
 		h->a[i] = h->a[best];

@@ -53,6 +53,9 @@ struct sim_rank {
 	uint8_t ngroups;
 	uint32_t left;                    /* ops not finished               */
 	sim_ps end;
+	uint8_t comm_busy;                /* communication streams running  */
+	sim_ps since;                     /* last change of busy state      */
+	struct sim_rank_stats st;
 	struct sim_stream s[SIM_MAX_STREAMS];
 };
 

@@ -353,6 +353,13 @@ uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char 
 	return program_p2p(prog, SIM_OP_RECV, stream, name, group, peer, bytes);
 }
 
+void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes)
+{
+	BUG_ON(prog->nops == 0 || cat >= SIM_MEM_CATS);
+	prog->ops[prog->nops - 1].mem_cat = (uint8_t)cat;
+	prog->ops[prog->nops - 1].mem_bytes = bytes;
+}
+
 void sim_program_dep(struct sim_program *prog, uint32_t dep)
 {
 	BUG_ON(prog->nops == 0 || dep >= prog->nops - 1);
@@ -442,6 +449,58 @@ static uint32_t membership_of(struct sim *sim, uint32_t rank, uint32_t group)
 
 /* ---- ranks and streams --------------------------------------------------- */
 
+/*
+ * Account the time since the rank's last change of state: compute if the
+ * compute stream is busy, exposed communication if only communication is.
+ * Called before every change of a stream's busy flag.
+ */
+static void rank_account(struct sim *sim, struct sim_rank *r)
+{
+	sim_ps dt = sim->now - r->since;
+	if (r->s[SIM_STREAM_COMPUTE].busy)
+		r->st.compute_ps += dt;
+	else if (r->comm_busy)
+		r->st.exposed_comm_ps += dt;
+	r->since = sim->now;
+}
+
+static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream, int busy)
+{
+	rank_account(sim, r);
+	r->s[stream].busy = (uint8_t)busy;
+	if (stream != SIM_STREAM_COMPUTE)
+		r->comm_busy = (uint8_t)(r->comm_busy + (busy ? 1 : -1));
+}
+
+/* Change a category of the rank's memory; keep the peak and its breakdown. */
+static void rank_mem(struct sim *sim, uint32_t rank, unsigned cat, double bytes)
+{
+	struct sim_rank_stats *st = &sim->ranks[rank].st;
+	st->mem_now[cat] += bytes;
+	double total = 0;
+	for (unsigned c = 0; c < SIM_MEM_CATS; c++)
+		total += st->mem_now[c];
+	if (total > st->mem_peak) {
+		st->mem_peak = total;
+		for (unsigned c = 0; c < SIM_MEM_CATS; c++)
+			st->mem_at_peak[c] = st->mem_now[c];
+	}
+	if (sim->rec && sim->rec->mem)
+		sim->rec->mem(sim->rec_ctx, rank, sim->now, cat, st->mem_now[cat]);
+}
+
+void sim_rank_mem_add(struct sim *sim, uint32_t rank, unsigned cat, double bytes)
+{
+	BUG_ON(rank >= sim->nranks || cat >= SIM_MEM_CATS);
+	rank_mem(sim, rank, cat, bytes);
+}
+
+const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank)
+{
+	BUG_ON(rank >= sim->nranks);
+	return &sim->ranks[rank].st;
+}
+
 static void stream_fire(struct sim *sim, struct sim_event *ev)
 {
 	struct sim_stream *s = container_of(ev, struct sim_stream, ev);
@@ -471,7 +530,7 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 		if (r->s[d->stream].next <= d->pos)
 			return;
 	}
-	s->busy = 1;
+	stream_set_busy(sim, r, stream, 1);
 	s->start = sim->now;
 	switch (op->kind) {
 	case SIM_OP_COMPUTE:
@@ -503,7 +562,9 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	const struct sim_op *op = sim_stream_head(sim, rank, stream);
 	if (sim->rec)
 		sim->rec->op_done(sim->rec_ctx, rank, op, s->start, sim->now);
-	s->busy = 0;
+	stream_set_busy(sim, r, stream, 0);
+	if (op->mem_bytes != 0)
+		rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
 	s->next++;
 	r->left--;
 	r->end = sim->now;
@@ -536,6 +597,8 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	}
 	r->left = prog->nops;
 	r->end = sim->now;
+	r->since = sim->now;
+	r->comm_busy = 0;
 	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
 		r->s[s] = (struct sim_stream){
 			.ev.fire = stream_fire, .rank = rank, .id = (uint8_t)s,

@@ -200,8 +200,13 @@ enum sim_op_kind {
 
 const char *sim_op_kind_name(enum sim_op_kind kind);
 
-/* Streams per rank: compute and communication, as CUDA streams. */
+/* Streams per rank: compute and communication, as CUDA streams. Stream 0
+ * is the compute stream: a rank's busy and exposed-communication times are
+ * measured against it. */
 #define SIM_MAX_STREAMS 6
+#define SIM_STREAM_COMPUTE 0
+/* Memory categories a rank tracks (their meaning is the caller's). */
+#define SIM_MEM_CATS 8
 /* Group slots per rank (world, TP, CP, PP, DP, EP, ...). */
 #define SIM_MAX_GROUPS 8
 
@@ -216,6 +221,7 @@ struct sim_op {
 	uint8_t group;       /* COLL, SEND, RECV: the rank's group slot         */
 	uint8_t coll;        /* COLL: enum sim_coll_op                          */
 	uint16_t channels;   /* COLL: 0 = the algorithm's default               */
+	uint8_t mem_cat;     /* memory category mem_bytes changes               */
 	uint16_t ndeps;
 	uint32_t pos;        /* position within its stream                      */
 	uint32_t dep0;       /* first of ndeps entries in the program's deps    */
@@ -225,6 +231,7 @@ struct sim_op {
 	sim_ps dur_ps;       /* COMPUTE                                         */
 	double flops;        /* COMPUTE: recorded, not used for time            */
 	double bytes;        /* COMPUTE: memory traffic; COLL: n; SEND: message */
+	double mem_bytes;    /* allocated (> 0) or freed (< 0) when it finishes */
 };
 
 /*
@@ -256,6 +263,9 @@ uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char 
 			  unsigned group, uint32_t peer, double bytes);
 /* Make the most recently added op wait for op dep (of another stream). */
 void sim_program_dep(struct sim_program *prog, uint32_t dep);
+/* The most recently added op allocates (bytes > 0) or frees memory of a
+ * category when it finishes. */
+void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes);
 
 /* ---- the simulation ---------------------------------------------------- */
 
@@ -266,10 +276,12 @@ enum sim_fidelity {
 
 const char *sim_fidelity_name(enum sim_fidelity f);
 
-/* Called for every finished op (the recorder). */
+/* Called for every finished op, and every change of a rank's memory (the
+ * recorder); mem may be NULL. */
 struct sim_recorder_ops {
 	void (*op_done)(void *ctx, uint32_t rank, const struct sim_op *op,
 			sim_ps start, sim_ps end);
+	void (*mem)(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes_now);
 };
 
 struct sim_config {
@@ -303,6 +315,23 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		    const uint32_t *groups, unsigned ngroups);
 /* When the rank's last op finished. */
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
+
+/* Memory a rank holds from the start (weights, optimizer state, ...). */
+void sim_rank_mem_add(struct sim *sim, uint32_t rank, unsigned cat, double bytes);
+
+/*
+ * Where a rank's time went: compute stream busy; some communication stream
+ * busy while the compute stream is idle (exposed communication); and its
+ * memory by category now and at its peak (total over categories).
+ */
+struct sim_rank_stats {
+	sim_ps compute_ps;
+	sim_ps exposed_comm_ps;
+	double mem_now[SIM_MEM_CATS];
+	double mem_at_peak[SIM_MEM_CATS];
+	double mem_peak;
+};
+const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank);
 
 /*
  * Run until no event is left. Returns 0, or -1 if the programs could not

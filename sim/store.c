@@ -47,9 +47,11 @@
 
 static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
 			  sim_ps start, sim_ps end);
+static void store_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes_now);
 
 const struct sim_recorder_ops sim_store_recorder = {
 	.op_done = store_op_done,
+	.mem = store_mem,
 };
 
 /* The schema; every statement is idempotent (see docs/schema.md). */
@@ -102,6 +104,17 @@ static const char store_schema[] =
 	"  time_s REAL,\n"
 	"  algbw_GBps REAL,\n"
 	"  busbw_GBps REAL);\n"
+	"CREATE TABLE IF NOT EXISTS memory (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  rank INTEGER NOT NULL,\n"
+	"  t_ps INTEGER NOT NULL,\n"
+	"  category TEXT NOT NULL,\n"
+	"  bytes REAL NOT NULL);\n"
+	"CREATE TABLE IF NOT EXISTS metrics (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  name TEXT NOT NULL,\n"
+	"  value REAL,\n"
+	"  PRIMARY KEY (run_id, name));\n"
 	"PRAGMA user_version = " STR(SIM_STORE_SCHEMA_VERSION) ";";
 
 /*
@@ -125,12 +138,16 @@ enum store_stmt {
 	STMT_INSERT_OP,
 	STMT_INSERT_LINK,
 	STMT_INSERT_COLL,
+	STMT_INSERT_MEM,
+	STMT_INSERT_METRIC,
 	STMT_END_RUN,
 	STMT_FAIL_RUN,
 	STMT_DELETE_OPS,
 	STMT_DELETE_RANKS,
 	STMT_DELETE_LINKS,
 	STMT_DELETE_COLLS,
+	STMT_DELETE_MEM,
+	STMT_DELETE_METRICS,
 	STMT_LAST_COMPLETE,
 	STMT_N
 };
@@ -148,6 +165,10 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_INSERT_COLL] = "INSERT INTO collective_results (run_id, op, algo, ranks,"
 			     " channels, bytes, time_s, algbw_GBps, busbw_GBps)"
 			     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_MEM] = "INSERT INTO memory (run_id, rank, t_ps, category, bytes)"
+			    " VALUES (?, ?, ?, ?, ?)",
+	[STMT_INSERT_METRIC] = "INSERT OR REPLACE INTO metrics (run_id, name, value)"
+			       " VALUES (?, ?, ?)",
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
 			 " events = ?, wall_s = ? WHERE id = ?",
 	[STMT_FAIL_RUN] = "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
@@ -155,6 +176,8 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_DELETE_RANKS] = "DELETE FROM ranks WHERE run_id = ?",
 	[STMT_DELETE_LINKS] = "DELETE FROM links WHERE run_id = ?",
 	[STMT_DELETE_COLLS] = "DELETE FROM collective_results WHERE run_id = ?",
+	[STMT_DELETE_MEM] = "DELETE FROM memory WHERE run_id = ?",
+	[STMT_DELETE_METRICS] = "DELETE FROM metrics WHERE run_id = ?",
 	[STMT_LAST_COMPLETE] = "SELECT max(id) FROM runs WHERE status = 'complete'",
 };
 
@@ -164,6 +187,7 @@ struct sim_store {
 	int64_t run_id;     /* the run in progress, 0 if none              */
 	uint32_t pending;   /* rows written since the last commit          */
 	int broken;         /* a write of this run failed; err says which  */
+	const char *mem_names[SIM_MEM_CATS];  /* category names of memory rows */
 	char err[512];
 };
 
@@ -433,6 +457,42 @@ static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
 	store_row(st, s, "recording an op");
 }
 
+/* The recorder: one memory row per change of a rank's category. */
+static void store_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes_now)
+{
+	struct sim_store *st = ctx;
+	if (store_check_run(st, "recording memory") < 0)
+		return;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_MEM];
+	char fallback[16];
+	const char *name = cat < SIM_MEM_CATS ? st->mem_names[cat] : NULL;
+	if (!name) {
+		snprintf(fallback, sizeof(fallback), "cat%u", cat);
+		name = fallback;
+	}
+	sqlite3_bind_int64(s, 2, rank);
+	sqlite3_bind_int64(s, 3, t);
+	bind_text(s, 4, name);
+	sqlite3_bind_double(s, 5, bytes_now);
+	store_row(st, s, "recording memory");
+}
+
+void sim_store_mem_names(struct sim_store *st, const char *const *names, unsigned n)
+{
+	for (unsigned i = 0; i < SIM_MEM_CATS; i++)
+		st->mem_names[i] = i < n ? names[i] : NULL;
+}
+
+int sim_store_metric(struct sim_store *st, const char *name, double value)
+{
+	if (store_check_run(st, "sim_store_metric") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_METRIC];
+	bind_text(s, 2, name);
+	sqlite3_bind_double(s, 3, value);
+	return store_row(st, s, "recording a metric");
+}
+
 /* One ranks row: where a rank sits. */
 int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu)
 {
@@ -528,6 +588,7 @@ static int store_delete_rows(struct sim_store *st)
 {
 	static const enum store_stmt del[] = {
 		STMT_DELETE_OPS, STMT_DELETE_RANKS, STMT_DELETE_LINKS, STMT_DELETE_COLLS,
+		STMT_DELETE_MEM, STMT_DELETE_METRICS,
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(del); i++) {
 		sqlite3_stmt *s = st->stmt[del[i]];

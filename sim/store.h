@@ -7,7 +7,8 @@
  * transactions; a run's status is 'running' from sim_store_run_begin() and
  * becomes 'complete' only in sim_store_run_end(), after all its rows are
  * written, so readers that select complete runs never see a partial one.
- * sim_store_run_fail() marks it 'failed' (its rows are deleted).
+ * sim_store_run_fail() marks it 'failed' (its rows are deleted). Memory rows
+ * come from the recorder's mem callback, metrics from sim_store_metric().
  *
  * Every function returns 0 on success or -1 with a message in the store
  * (sim_store_error()); none aborts on a database error.
@@ -60,6 +61,13 @@ struct sim_store_coll_row {
 	double busbw_GBps;
 };
 int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row *row);
+
+/* Names of the memory categories (sim_program_mem) for memory rows; the
+ * strings must outlive the store. */
+void sim_store_mem_names(struct sim_store *st, const char *const *names, unsigned n);
+
+/* One named figure of the run's report (metrics table). */
+int sim_store_metric(struct sim_store *st, const char *name, double value);
 
 /* Flush buffered rows and mark the run complete. */
 int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events, double wall_s);

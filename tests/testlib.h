@@ -16,6 +16,7 @@
 #include "collectives/bench.h"
 #include "collectives/coll.h"
 #include "sim/sim.h"
+#include "scenarios/scenario.h"
 #include "topology/topo.h"
 
 /* |a - b| / |b|, or |a| when b is 0: how far a is from the expected b. */
@@ -68,8 +69,8 @@ static inline double bench_time(const char *preset, uint32_t nranks, uint32_t no
 {
 	struct topo_config cfg;
 	char err[512] = "";
-	int rc = topo_config_preset(&cfg, preset, err, sizeof err);
-	ck_assert_msg(rc == 0, "topo_config_preset(%s): %s", preset, err);
+	int rc = scn_cluster_preset(&cfg, preset, err, sizeof err);
+	ck_assert_msg(rc == 0, "scn_cluster_preset(%s): %s", preset, err);
 	if (nodes > 0)
 		cfg.nodes = nodes;
 	return bench_time_cfg(&cfg, nranks, op, algo, bytes, channels, f);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scenarios/scenario.h"
 #include "sim/util.h"
 
 const struct cli_cmd *const cli_cmds[] = {
+	&cli_cmd_run,
 	&cli_cmd_collective,
 	&cli_cmd_export,
 	&cli_cmd_presets,
@@ -285,6 +287,8 @@ void cli_help_markdown(FILE *out)
 
 static const struct cli_opt help_opts[] = {
 	{ "markdown", 0, CLI_FLAG, NULL, NULL, "print every command's help as Markdown (docs/cli.md)" },
+	{ "keys", 0, CLI_FLAG, NULL, NULL,
+	  "print every scenario key as a Markdown table (docs/scenario.md)" },
 	{ 0 },
 };
 
@@ -292,6 +296,10 @@ static int help_run(struct cli_args *a)
 {
 	if (cli_has(a, "markdown")) {
 		cli_help_markdown(stdout);
+		return CLI_OK;
+	}
+	if (cli_has(a, "keys")) {
+		scn_keys_markdown(stdout);
 		return CLI_OK;
 	}
 	if (a->npos == 0) {
@@ -308,7 +316,7 @@ static int help_run(struct cli_args *a)
 
 const struct cli_cmd cli_cmd_help = {
 	.name = "help",
-	.usage = "[COMMAND] [--markdown]",
+	.usage = "[COMMAND] [--markdown] [--keys]",
 	.summary = "Describe the commands, or one command and its options.",
 	.opts = help_opts,
 	.run = help_run,

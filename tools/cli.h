@@ -62,6 +62,7 @@ struct cli_cmd {
  * docs/cli.md (`clustersim help --markdown > docs/cli.md`) and add a case
  * to tests/cli/test_cli.sh.
  */
+extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_collective;
 extern const struct cli_cmd cli_cmd_export;
 extern const struct cli_cmd cli_cmd_presets;

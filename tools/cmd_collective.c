@@ -16,6 +16,7 @@
 
 #include "collectives/bench.h"
 #include "collectives/coll.h"
+#include "scenarios/scenario.h"
 #include "sim/store.h"
 #include "topology/topo.h"
 
@@ -91,7 +92,7 @@ static int parse_cluster(struct cli_args *a, struct coll_job *job)
 {
 	struct topo_config *c = &job->bench.cluster;
 	char err[512];
-	if (topo_config_preset(c, cli_str(a, "cluster", "ideal"), err, sizeof(err)) < 0)
+	if (scn_cluster_preset(c, cli_str(a, "cluster", "ideal"), err, sizeof(err)) < 0)
 		return cli_error(a, CLI_BADINPUT, "option --cluster: %s", err);
 	int i = 0, nodes_set = 0;
 	for (; a->cmd->opts[i].name && strcmp(a->cmd->opts[i].name, "set"); i++)
@@ -103,7 +104,8 @@ static int parse_cluster(struct cli_args *a, struct coll_job *job)
 					 "got '%s'", kv);
 		char key[64];
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv - 8), kv + 8);
-		if (topo_config_set(c, key, eq + 1, err, sizeof(err)) < 0)
+		if (!strcmp(key, "preset") ? scn_cluster_preset(c, eq + 1, err, sizeof(err)) < 0
+					   : topo_config_set(c, key, eq + 1, err, sizeof(err)) < 0)
 			return cli_error(a, CLI_BADINPUT, "option --set: %s", err);
 		nodes_set |= !strcmp(key, "nodes");
 	}

@@ -1,10 +1,8 @@
 /*
- * cluster.c - cluster presets and the cluster keys, from one declarative
- * table each: `--set cluster.KEY=VALUE`, help and the stored effective
- * configuration all come from them.
- *
- * Latencies marked "assumption" are not measured for these machines; they
- * are starting points that `clustersim calibrate nccl` replaces.
+ * cluster.c - the cluster keys, from one declarative table: the preset
+ * files (scenarios/clusters/NAME.yaml), `--set cluster.KEY=VALUE`, help and the
+ * stored effective configuration all go through it. Presets are YAML files
+ * read by scenarios/; this layer only knows the keys.
  */
 #include "topology/topo.h"
 
@@ -18,98 +16,6 @@
 
 #include "sim/units.h"
 
-#define GBps 1e9
-#define US 1e-6
-
-/* NVLink latency of the H100 generation: nccl-tests all-reduce on 8 GPUs takes
- * 13-17 us for small messages (shared/validation/published.csv), i.e. about
- * 1 us for each of the ring's 14 steps. */
-#define NVLINK4_LAT (1.0 * US)
-/* A100: 44 us for 32 KiB on 8 GPUs in the same sweeps, about 3 us a step. */
-#define NVLINK3_LAT (3.0 * US)
-/* Network message latency across nodes, GPU to GPU: an assumption (NCCL's
- * inter-node step latency is a few microseconds on InfiniBand). */
-#define IB_LAT (5.0 * US)
-/* Per switch hop to and from the spine: assumption, the order of an
- * InfiniBand switch's port-to-port latency. */
-#define IB_HOP_LAT (0.3 * US)
-
-const struct topo_preset topo_presets[] = {
-	{
-		.name = "ideal",
-		.help = "every pair of ranks joined by its own link (checks closed forms)",
-		.cfg = {
-			.preset = "ideal", .kind = TOPO_IDEAL, .gpu = "H100-SXM-80GB",
-			.nodes = 1, .gpus_per_node = 1,
-			.net_bw_Bps = 50 * GBps, .net_lat_s = 10 * US, .nics_per_node = 1,
-			.oversub = 1, .nodes_per_leaf = 1,
-			.nvlink_bw_Bps = 50 * GBps, .nvlink_lat_s = 10 * US, .pcie_bw_Bps = 64 * GBps,
-			.source = "SPEC.md's example link: 10 us, 50 GB/s",
-		},
-	},
-	{
-		.name = "dgx-a100",
-		.help = "DGX A100 nodes: 8 A100, NVLink 3 (300 GB/s), 8x HDR 200 Gb/s",
-		.cfg = {
-			.preset = "dgx-a100", .kind = TOPO_FATTREE, .gpu = "A100-SXM-80GB",
-			.nodes = 1, .gpus_per_node = 8,
-			.nvlink_bw_Bps = 300 * GBps, .nvlink_lat_s = NVLINK3_LAT,
-			.net_bw_Bps = 25 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
-			.oversub = 1, .nodes_per_leaf = 20, .hop_lat_s = IB_HOP_LAT,
-			.pcie_bw_Bps = 32 * GBps,
-			.source = "DGX A100 datasheet: NVLink 3 600 GB/s bidirectional per GPU, "
-				  "8 ConnectX-6 HDR 200 Gb/s; PCIe Gen4 x16; SuperPOD scalable "
-				  "unit of 20 nodes per leaf; latencies: see cluster.c",
-		},
-	},
-	{
-		.name = "dgx-h100",
-		.help = "DGX H100 nodes: 8 H100, NVLink 4 (450 GB/s), 8x NDR 400 Gb/s",
-		.cfg = {
-			.preset = "dgx-h100", .kind = TOPO_FATTREE, .gpu = "H100-SXM-80GB",
-			.nodes = 1, .gpus_per_node = 8,
-			.nvlink_bw_Bps = 450 * GBps, .nvlink_lat_s = NVLINK4_LAT,
-			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
-			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
-			.pcie_bw_Bps = 64 * GBps,
-			.source = "DGX H100 datasheet: NVLink 4 900 GB/s bidirectional per GPU, "
-				  "8 ConnectX-7 NDR 400 Gb/s; PCIe Gen5 x16; SuperPOD scalable "
-				  "unit of 32 nodes per leaf; latencies: see cluster.c",
-		},
-	},
-	{
-		.name = "dgx-h200",
-		.help = "DGX H200 nodes: 8 H200, NVLink 4 (450 GB/s), 8x NDR 400 Gb/s",
-		.cfg = {
-			.preset = "dgx-h200", .kind = TOPO_FATTREE, .gpu = "H200-SXM-141GB",
-			.nodes = 1, .gpus_per_node = 8,
-			.nvlink_bw_Bps = 450 * GBps, .nvlink_lat_s = NVLINK4_LAT,
-			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 8,
-			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
-			.pcie_bw_Bps = 64 * GBps,
-			.source = "DGX H200 datasheet: as DGX H100 with H200 GPUs; latencies: "
-				  "see cluster.c",
-		},
-	},
-	{
-		.name = "gb200-nvl72",
-		.help = "GB200 NVL72 racks: 72 Blackwell GPUs in one NVLink 5 domain (900 GB/s)",
-		.cfg = {
-			.preset = "gb200-nvl72", .kind = TOPO_FATTREE, .gpu = "B200",
-			.nodes = 1, .gpus_per_node = 72,
-			.nvlink_bw_Bps = 900 * GBps, .nvlink_lat_s = NVLINK4_LAT,
-			.net_bw_Bps = 50 * GBps, .net_lat_s = IB_LAT, .nics_per_node = 72,
-			.oversub = 1, .nodes_per_leaf = 32, .hop_lat_s = IB_HOP_LAT,
-			.pcie_bw_Bps = 64 * GBps,
-			.source = "GB200 NVL72 datasheet: 72 GPUs, NVLink 5 1.8 TB/s bidirectional "
-				  "per GPU; one 400 Gb/s ConnectX-7 per GPU; GPU figures of the "
-				  "B200 preset; NVLink latency assumed as NVLink 4's",
-		},
-	},
-};
-
-const size_t topo_npresets = ARRAY_SIZE(topo_presets);
-
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -122,20 +28,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-int topo_config_preset(struct topo_config *cfg, const char *name, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < topo_npresets; i++)
-		if (strcmp(topo_presets[i].name, name) == 0) {
-			*cfg = topo_presets[i].cfg;
-			return 0;
-		}
-	return fail(err, errlen, "unknown cluster preset '%s': expected one of ideal, "
-		    "dgx-a100, dgx-h100, dgx-h200, gb200-nvl72", name);
-}
-
 /* ---- keys ------------------------------------------------------------------- */
 
-enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_PRESET };
+enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT };
 
 struct key_def {
 	const char *name;
@@ -148,7 +43,10 @@ struct key_def {
 #define OFF(f) offsetof(struct topo_config, f)
 
 static const struct key_def keys[] = {
-	{ "preset", K_PRESET, 0, 0, 0, "cluster preset to start from (clustersim presets)" },
+	{ "topology", K_TOPOLOGY, OFF(kind), 0, 0,
+	  "ideal (a link per rank pair) or fattree (NVLink nodes on a rail-optimised fat tree)" },
+	{ "description", K_TEXT, OFF(description), 0, 0, "one line saying what the cluster is" },
+	{ "source", K_TEXT, OFF(source), 0, 0, "where the numbers come from" },
 	{ "gpu", K_GPU, OFF(gpu), 0, 0, "GPU preset of every rank" },
 	{ "nodes", K_COUNT, OFF(nodes), 1, TOPO_MAX_RANKS, "number of nodes" },
 	{ "gpus_per_node", K_COUNT, OFF(gpus_per_node), 1, 1024,
@@ -175,7 +73,7 @@ static const struct key_def keys[] = {
 
 static const char *const key_values[] = {
 	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
-	[K_RATIO] = "ratio", [K_GPU] = "name", [K_PRESET] = "name",
+	[K_RATIO] = "ratio", [K_GPU] = "name", [K_TOPOLOGY] = "name", [K_TEXT] = "text",
 };
 
 size_t topo_key_count(void)
@@ -254,13 +152,16 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		return -1;
 	}
 	switch (k->type) {
-	case K_PRESET: {
-		struct topo_config c;
-		if (topo_config_preset(&c, value, err, errlen) < 0)
-			return -1;
-		*cfg = c;
+	case K_TOPOLOGY:
+		if (strcmp(value, "ideal") && strcmp(value, "fattree"))
+			return fail(err, errlen, "cluster.topology: expected ideal or fattree, got '%s'",
+				    value);
+		cfg->kind = strcmp(value, "ideal") ? TOPO_FATTREE : TOPO_IDEAL;
 		return 0;
-	}
+	case K_TEXT:
+		snprintf(base + k->off, k->off == OFF(source) ? sizeof(cfg->source)
+							   : sizeof(cfg->description), "%s", value);
+		return 0;
 	case K_GPU:
 		if (!topo_gpu_find(value))
 			return fail(err, errlen, "cluster.gpu: unknown GPU '%s': expected one of "
@@ -296,12 +197,12 @@ int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 {
 	snprintf(buf, len,
-		 "{\"preset\":\"%s\",\"gpu\":\"%s\",\"nodes\":%u,\"gpus_per_node\":%u,"
+		 "{\"preset\":\"%s\",\"topology\":\"%s\",\"gpu\":\"%s\",\"nodes\":%u,\"gpus_per_node\":%u,"
 		 "\"nvlink\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g},"
 		 "\"network\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g,\"nics_per_node\":%u,"
 		 "\"oversubscription\":%.17g,\"nodes_per_leaf\":%u,\"hop_latency_s\":%.17g},"
 		 "\"pcie\":{\"bandwidth_Bps\":%.17g}}",
-		 c->preset, c->gpu, c->nodes, c->gpus_per_node, c->nvlink_bw_Bps,
+		 c->preset, c->kind == TOPO_IDEAL ? "ideal" : "fattree", c->gpu, c->nodes, c->gpus_per_node, c->nvlink_bw_Bps,
 		 c->nvlink_lat_s, c->net_bw_Bps, c->net_lat_s, c->nics_per_node, c->oversub,
 		 c->nodes_per_leaf, c->hop_lat_s, c->pcie_bw_Bps);
 }

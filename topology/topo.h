@@ -60,25 +60,15 @@ struct topo_config {
 	uint32_t nodes_per_leaf;  /* nodes under one leaf switch of a rail     */
 	double hop_lat_s;         /* added per switch hop up to and down from the spine */
 	double pcie_bw_Bps;       /* host <-> GPU, per direction               */
-	const char *source;       /* where the preset's numbers come from      */
+	char description[128];    /* what the cluster is, one line             */
+	char source[512];         /* where the preset's numbers come from      */
 };
-
-struct topo_preset {
-	const char *name;
-	const char *help;
-	struct topo_config cfg;
-};
-
-extern const struct topo_preset topo_presets[];
-extern const size_t topo_npresets;
-
-/* Fill cfg from the named preset. 0, or -1 with err (names the presets). */
-int topo_config_preset(struct topo_config *cfg, const char *name, char *err, size_t errlen);
 
 /*
  * Set one key ("nodes", "nvlink.bandwidth", "network.latency", ...; the
- * names after "cluster." in a scenario) from text with units. "preset"
- * reloads a preset. 0, or -1 with err naming the key and what was expected.
+ * names after "cluster." in a scenario) from text with units. Presets are
+ * files of such keys (scenarios/clusters/). 0, or -1 with err naming the key
+ * and what was expected; the configuration is unchanged on error.
  */
 int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		    char *err, size_t errlen);

@@ -59,7 +59,7 @@ expect_fail "rate without unit" "option --bw" collective --ranks 8 --bw 50 -b 1M
 expect_fail "ambiguous unit" "ambiguous unit" collective --ranks 8 -b 128M -e 1GB
 expect_fail "nodes and ranks" "exactly one" collective --ranks 8 --nodes 1 -b 1MB -e 1MB
 expect_fail "hd on 6 ranks" "power-of-two" collective --algo hd --ranks 6 -b 1MB -e 1MB
-expect_fail "unknown preset" "unknown cluster preset" collective --cluster dgx-z --ranks 8 -b 1MB -e 1MB
+expect_fail "unknown preset" "no cluster preset named" collective --cluster dgx-z --ranks 8 -b 1MB -e 1MB
 expect_fail "bad --set key" "unknown key cluster.nvlnk" collective --cluster dgx-h100 --nodes 1 \
 	--set cluster.nvlnk.bandwidth=1GB/s -b 1MB -e 1MB
 expect_fail "alpha on a preset" "ideal cluster" collective --cluster dgx-h100 --nodes 1 --alpha 1us -b 1MB -e 1MB
@@ -110,6 +110,10 @@ done
 "$CS" help --markdown > "$T/cli.md"
 if cmp -s "$T/cli.md" "$SRC/docs/cli.md"; then ok "docs/cli.md is current"
 else bad "docs/cli.md differs from 'clustersim help --markdown' (regenerate it)"; fi
+"$CS" help --keys > "$T/keys.md"
+sed -n '/^<!-- keys -->$/,/^<!-- \/keys -->$/p' "$SRC/docs/scenario.md" | sed '1d;$d' > "$T/keys.doc"
+if cmp -s "$T/keys.md" "$T/keys.doc"; then ok "docs/scenario.md key table is current"
+else bad "docs/scenario.md key table differs from 'clustersim help --keys' (regenerate it)"; fi
 "$CS" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok "unknown command: exit 2" || bad "unknown command"
 
 echo "$pass passed, $fail failed"

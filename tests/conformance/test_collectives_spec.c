@@ -11,6 +11,7 @@
 
 #include "collectives/bench.h"
 #include "collectives/coll.h"
+#include "scenarios/scenario.h"
 #include "topology/topo.h"
 
 #define TOL 1e-6
@@ -22,7 +23,7 @@ static const enum sim_fidelity fidelities[] = { SIM_FIDELITY_FLOW, SIM_FIDELITY_
 static void ideal(struct topo_config *c, double alpha, double bw)
 {
 	char err[256];
-	ck_assert_msg(topo_config_preset(c, "ideal", err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(scn_cluster_preset(c, "ideal", err, sizeof(err)) == 0, "%s", err);
 	c->net_lat_s = alpha;
 	c->net_bw_Bps = bw;
 }
@@ -202,7 +203,7 @@ END_TEST
 static void dgx_c7(struct topo_config *c, uint32_t nodes)
 {
 	char err[256];
-	ck_assert(topo_config_preset(c, "dgx-h100", err, sizeof(err)) == 0);
+	ck_assert(scn_cluster_preset(c, "dgx-h100", err, sizeof(err)) == 0);
 	const char *kv[][2] = {
 		{ "nvlink.latency", "3us" }, { "nvlink.bandwidth", "450GB/s" },
 		{ "network.latency", "10us" }, { "network.bandwidth", "50GB/s" },

@@ -482,7 +482,7 @@ START_TEST(test_broadcast_links_across_nodes)
 {
 	struct topo_config cfg;
 	char err[512] = "";
-	ck_assert_int_eq(topo_config_preset(&cfg, "dgx-h100", err, sizeof err), 0);
+	ck_assert_int_eq(scn_cluster_preset(&cfg, "dgx-h100", err, sizeof err), 0);
 	cfg.nodes = 2;
 	struct coll_bench_config bc = {
 		.cluster = cfg, .nranks = 16, .op = SIM_COLL_BROADCAST, .algo = &coll_ring,

@@ -15,6 +15,7 @@
 
 #include "sim/sim.h"
 #include "tests/testlib.h"
+#include "scenarios/scenario.h"
 #include "topology/topo.h"
 
 static const double MiB = 1024.0 * 1024.0;
@@ -25,8 +26,8 @@ static struct topo_config preset(const char *name)
 {
 	struct topo_config cfg;
 	char err[512] = "";
-	int rc = topo_config_preset(&cfg, name, err, sizeof err);
-	ck_assert_msg(rc == 0, "topo_config_preset(%s): %s", name, err);
+	int rc = scn_cluster_preset(&cfg, name, err, sizeof err);
+	ck_assert_msg(rc == 0, "scn_cluster_preset(%s): %s", name, err);
 	return cfg;
 }
 
@@ -138,45 +139,48 @@ END_TEST
 
 START_TEST(test_cluster_presets)
 {
-	static const char *const names[] = { "ideal", "dgx-a100", "dgx-h100", "dgx-h200",
-					      "gb200-nvl72" };
-	ck_assert_uint_ge(topo_npresets, sizeof names / sizeof names[0]);
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+	static const char *const want[] = { "ideal", "dgx-a100", "dgx-h100", "dgx-h200",
+					     "gb200-nvl72" };
+	char **names;
+	size_t n;
+	ck_assert_int_eq(scn_preset_names("clusters", &names, &n), 0);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		int found = 0;
-		for (size_t j = 0; j < topo_npresets; j++)
-			found |= strcmp(topo_presets[j].name, names[i]) == 0;
-		ck_assert_msg(found, "no cluster preset %s", names[i]);
+		for (size_t j = 0; j < n; j++)
+			found |= strcmp(names[j], want[i]) == 0;
+		ck_assert_msg(found, "no cluster preset %s", want[i]);
 	}
-	for (size_t i = 0; i < topo_npresets; i++) {
-		const struct topo_preset *p = &topo_presets[i];
-		struct topo_config cfg = preset(p->name);
+	for (size_t i = 0; i < n; i++) {
+		struct topo_config cfg = preset(names[i]);
 		char err[512] = "";
-		ck_assert_str_eq(cfg.preset, p->name);
+		ck_assert_str_eq(cfg.preset, names[i]);
 		ck_assert_msg(topo_config_check(&cfg, err, sizeof err) == 0, "preset %s: %s",
-			      p->name, err);
-		ck_assert_msg(p->help && p->help[0] && cfg.source && cfg.source[0],
-			      "preset %s lacks help or source", p->name);
+			      names[i], err);
+		ck_assert_msg(cfg.description[0] && cfg.source[0],
+			      "preset %s lacks a description or a source", names[i]);
 		ck_assert_msg(cfg.net_bw_Bps > 0 && cfg.net_lat_s > 0 && cfg.nodes >= 1 &&
 			      cfg.gpus_per_node >= 1 && cfg.nics_per_node >= 1 &&
 			      cfg.oversub >= 1 && cfg.nodes_per_leaf >= 1,
 			      "preset %s: net %g B/s %g s, nodes %u x %u, nics %u, oversub %g, "
-			      "per leaf %u", p->name, cfg.net_bw_Bps, cfg.net_lat_s, cfg.nodes,
+			      "per leaf %u", names[i], cfg.net_bw_Bps, cfg.net_lat_s, cfg.nodes,
 			      cfg.gpus_per_node, cfg.nics_per_node, cfg.oversub,
 			      cfg.nodes_per_leaf);
 		ck_assert_msg(topo_gpu_find(cfg.gpu) != NULL, "preset %s: GPU %s unknown",
-			      p->name, cfg.gpu);
-		/* Each builds for one full node (and for two, but the ideal one). */
+			      names[i], cfg.gpu);
+		/* Each builds for one full node and for two. */
 		struct tw w;
 		tw_init(&w, &cfg, cfg.gpus_per_node);
 		tw_clear(&w);
 		cfg.nodes = 2;
 		tw_init(&w, &cfg, 2 * cfg.gpus_per_node);
 		tw_clear(&w);
+		free(names[i]);
 	}
+	free(names);
 	struct topo_config cfg;
 	char err[512] = "";
-	ck_assert_int_eq(topo_config_preset(&cfg, "dgx-h999", err, sizeof err), -1);
-	ck_assert_msg(strstr(err, "dgx-h999") && strstr(err, "dgx-h100"),
+	ck_assert_int_eq(scn_cluster_preset(&cfg, "dgx-h999", err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "dgx-h999") && strstr(err, "clusters"),
 		      "unknown preset message: \"%s\"", err);
 }
 END_TEST
@@ -250,20 +254,22 @@ START_TEST(test_config_set_good)
 END_TEST
 
 /* "preset" reloads every field, dropping earlier overrides. */
+/* Presets are YAML files of cluster keys: loading one gives its values. */
 START_TEST(test_config_set_preset_reloads)
 {
 	struct topo_config cfg = preset("dgx-a100"), h100 = preset("dgx-h100");
-	set_ok(&cfg, "nodes", "7");
-	set_ok(&cfg, "network.latency", "9us");
-	set_ok(&cfg, "preset", "dgx-h100");
-	ck_assert_str_eq(cfg.preset, "dgx-h100");
-	ck_assert_uint_eq(cfg.nodes, h100.nodes);
-	ck_assert_double_eq_tol(cfg.net_lat_s, h100.net_lat_s, 1e-18);
-	ck_assert_double_eq_tol(cfg.nvlink_bw_Bps, 450e9, 1e-3);
-	ck_assert_str_eq(cfg.gpu, h100.gpu);
-	/* Overrides after the reload apply on top of it. */
-	set_ok(&cfg, "nodes", "3");
-	ck_assert_uint_eq(cfg.nodes, 3);
+	ck_assert_str_eq(cfg.preset, "dgx-a100");
+	ck_assert_double_eq_tol(cfg.nvlink_bw_Bps, 300e9, 1e-3);
+	ck_assert_double_eq_tol(cfg.net_bw_Bps, 25e9, 1e-3);
+	ck_assert_str_eq(h100.preset, "dgx-h100");
+	ck_assert_double_eq_tol(h100.nvlink_bw_Bps, 450e9, 1e-3);
+	ck_assert_double_eq_tol(h100.net_bw_Bps, 50e9, 1e-3);
+	ck_assert_uint_eq(h100.kind, TOPO_FATTREE);
+	ck_assert_uint_eq(preset("ideal").kind, TOPO_IDEAL);
+	/* "preset" is the scenario loader's key, not the topology's. */
+	char err[512] = "";
+	ck_assert_int_eq(topo_config_set(&cfg, "preset", "dgx-h100", err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "unknown key cluster.preset"), "message: %s", err);
 }
 END_TEST
 
@@ -290,7 +296,7 @@ START_TEST(test_config_set_bad)
 		{ "network.oversubscription", "0.5", "network.oversubscription", "" },
 		{ "network.oversubscription", "-2", "network.oversubscription", "" },
 		{ "gpu", "Z100", "gpu", "Z100" },
-		{ "preset", "nope", "preset", "nope" },
+		{ "topology", "torus", "topology", "torus" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct topo_config cfg = preset("dgx-h100");
@@ -325,7 +331,9 @@ START_TEST(test_key_table)
 		else if (!strcmp(value, "ratio"))
 			v = "2";
 		else if (!strcmp(value, "name"))
-			v = !strcmp(name, "preset") ? "dgx-h100" : "H100-SXM-80GB";
+			v = !strcmp(name, "topology") ? "fattree" : "H100-SXM-80GB";
+		else if (!strcmp(value, "text"))
+			v = "some words";
 		ck_assert_msg(v != NULL, "key %s: unknown value kind \"%s\"", name, value);
 		struct topo_config cfg = preset("dgx-h100");
 		set_ok(&cfg, name, v);

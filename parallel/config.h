@@ -1,0 +1,99 @@
+/*
+ * config.h - what a scenario says about the model, the training run, the
+ * parallel layout and the compute model, as plain data.
+ *
+ * scenarios/ fills these from YAML (with defaults, presets and --set
+ * overrides) and validates them; parallel/ reads them. All sizes are in
+ * bytes, times in seconds, rates in bytes or FLOP per second.
+ */
+#ifndef PAR_CONFIG_H
+#define PAR_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/sim.h"
+
+enum par_activation { PAR_GELU, PAR_SWIGLU };
+enum par_norm { PAR_LAYERNORM, PAR_RMSNORM };
+enum par_precision { PAR_BF16, PAR_FP16, PAR_FP8, PAR_FP32 };
+enum par_optimizer { PAR_ADAM, PAR_SGD };
+enum par_recompute { PAR_RECOMPUTE_NONE, PAR_RECOMPUTE_SELECTIVE, PAR_RECOMPUTE_FULL };
+enum par_schedule { PAR_SCHED_1F1B, PAR_SCHED_GPIPE, PAR_SCHED_INTERLEAVED };
+enum par_cp_algo { PAR_CP_RING, PAR_CP_ZIGZAG, PAR_CP_ULYSSES };
+
+/* Mixture of experts; experts = 0 means a dense model. */
+struct par_moe {
+	uint32_t experts;         /* routed experts per MoE layer              */
+	uint32_t top_k;
+	double capacity_factor;   /* 0: no capacity limit                      */
+	uint32_t every;           /* an MoE layer every `every` layers         */
+	uint32_t expert_ffn;      /* hidden width of one expert                */
+	uint32_t shared_experts;
+	uint32_t dense_layers;    /* the first layers stay dense               */
+	double skew;              /* routing imbalance (Zipf exponent), 0 = uniform */
+};
+
+struct par_model {
+	char preset[64];
+	char description[128];    /* what the model is, one line                */
+	char source[512];         /* where its shape comes from                 */
+	uint32_t layers;
+	uint32_t hidden;          /* h                                          */
+	uint32_t heads;           /* a                                          */
+	uint32_t kv_heads;        /* n_kv (GQA); = heads for multi-head         */
+	uint32_t head_dim;        /* d_h; 0 = hidden / heads                    */
+	uint32_t ffn;             /* MLP width f (4h for GPT)                   */
+	uint32_t vocab;           /* V                                          */
+	enum par_activation activation;
+	enum par_norm norm;
+	bool tied_embeddings;
+	struct par_moe moe;
+};
+
+struct par_training {
+	uint32_t seq;             /* s, tokens per sequence                     */
+	uint32_t global_batch;    /* sequences per step                         */
+	uint32_t micro_batch;     /* b, sequences per micro-batch               */
+	enum par_precision precision;
+	enum par_optimizer optimizer;
+	enum par_recompute recompute;
+	bool flash_attention;
+};
+
+struct par_fsdp {
+	bool enabled;
+	uint32_t unit_layers;     /* layers per wrapping unit                   */
+	bool prefetch;
+	bool reshard;             /* reshard after forward                      */
+	bool hsdp;                /* shard in a node, replicate across nodes    */
+};
+
+struct par_ddp {
+	double bucket_bytes;      /* PyTorch's default: 25 MiB                  */
+	bool overlap;             /* all-reduce buckets during backward         */
+};
+
+struct par_layout {
+	uint32_t tp, pp, vpp, cp, ep;
+	uint32_t dp;              /* 0 = auto: GPUs / (tp * pp * cp)           */
+	bool sp;                  /* sequence parallelism with tp               */
+	enum par_schedule schedule;
+	enum par_cp_algo cp_algo;
+	uint32_t zero;            /* 0-3                                        */
+	struct par_fsdp fsdp;
+	struct par_ddp ddp;
+	/* Algorithm per collective op; NULL = auto. */
+	const struct sim_coll_algo *algo[SIM_COLL_NOPS];
+};
+
+struct par_compute {
+	double efficiency;        /* > 0: flat efficiency; 0: use `table`       */
+	char table[64];           /* calibration table name ("h200")            */
+	double launch_s;          /* per kernel                                 */
+};
+
+/* Bytes of one element of a precision. */
+double par_precision_bytes(enum par_precision p);
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * model.h - the transformer as numbers: parameter counts, training FLOPs,
+ * the ops of one layer (FLOPs and bytes, forward and backward), activation
+ * and model-state memory. Pure functions of the configuration; SPEC C9-C15.
+ *
+ * Conventions: h = hidden, a = heads, n_kv = kv_heads, d_h = head_dim (or
+ * h/a), f = ffn, V = vocab, s = seq, b = micro_batch, t = tensor-parallel
+ * size, T = b*s tokens of one micro-batch. Element size e = 2 bytes for
+ * bf16/fp16, 1 for fp8 (matmul inputs), 4 for fp32.
+ */
+#ifndef PAR_MODEL_H
+#define PAR_MODEL_H
+
+#include <stddef.h>
+
+#include "parallel/config.h"
+
+/* ---- parameters (SPEC C10) ------------------------------------------------ */
+
+/* Parameters of one dense layer: GPT (LayerNorm, GeLU, a = n_kv, biases):
+ * 12h^2 + 13h; Llama (RMSNorm, SwiGLU, GQA, no biases):
+ * 2h^2 + 2h n_kv d_h + 3hf + 2h. Mixed forms follow term by term. */
+double par_layer_params(const struct par_model *m);
+/* Parameters of one MoE layer: attention, norms, router (h x experts),
+ * routed and shared experts. */
+double par_moe_layer_params(const struct par_model *m);
+/* Is layer i (0-based) an MoE layer? */
+int par_layer_is_moe(const struct par_model *m, unsigned i);
+/* Input embedding V*h (+ learned positions for GPT: none here). */
+double par_embedding_params(const struct par_model *m);
+/* Output layer V*h if not tied, else 0; plus the final norm (h or 2h). */
+double par_head_params(const struct par_model *m);
+/* All parameters Ψ. Llama-3-8B: 8.03e9; 70B: 70.55e9; 405B: 405.85e9. */
+double par_model_params(const struct par_model *m);
+/* Parameters a token activates (MoE: top_k of the routed experts). */
+double par_model_active_params(const struct par_model *m);
+
+/* ---- FLOPs (SPEC C15) ------------------------------------------------------ */
+
+/* Model FLOPs per token of a training step: 6Ψ + 12 L h_attn s, with
+ * h_attn = a d_h and Ψ all (active, for MoE) parameters, the input embedding
+ * included. */
+double par_flops_per_token(const struct par_model *m, unsigned seq);
+/* The same formula from the numbers themselves: 6 params + 12 layers
+ * attn_width seq (for a nominal Ψ such as SPEC C15's "7B"). */
+double par_model_flops_per_token(double params, unsigned layers, double attn_width,
+				 unsigned seq);
+/* Hardware FLOPs per token (HFU's numerator): the model FLOPs plus the
+ * recomputed forward, 2Ψ + 4 L h_attn s with full recomputation (so 4/3 of
+ * the model FLOPs, SPEC C15), 4 L h_attn s (the attention core) with
+ * selective recomputation without flash, nothing else. */
+double par_hw_flops_per_token(const struct par_model *m, const struct par_training *tr);
+/* MFU (model FLOPs) or HFU (hardware FLOPs): tokens_per_s x flops_per_token
+ * / (n_gpu x peak_flops), a fraction (SPEC C15). */
+double par_utilization(double tokens_per_s, double flops_per_token, unsigned n_gpu,
+		       double peak_flops);
+
+/* ---- ops of one layer ------------------------------------------------------- */
+
+enum par_op_class {
+	PAR_OP_GEMM,       /* a matmul: m x k times k x n                  */
+	PAR_OP_ATTENTION,  /* the attention core (softmax(QK^T)V)           */
+	PAR_OP_MEMBOUND,   /* norms, activations, residual adds, dropout    */
+};
+
+enum par_phase { PAR_FWD, PAR_BWD };
+
+/* One kernel of a layer, already divided by tensor parallelism. */
+struct par_op {
+	const char *name;    /* "qkv", "attn", "attn_out", "mlp_up", ...     */
+	enum par_op_class cls;
+	double flops;        /* hardware FLOPs of this kernel               */
+	double bytes;        /* HBM traffic: inputs read + outputs written  */
+	double m, n, k;      /* GEMM shape (flops = 2mnk)                   */
+	unsigned heads;      /* ATTENTION: heads on this rank               */
+	unsigned seq;        /* ATTENTION: sequence length                  */
+	int causal;          /* ATTENTION                                   */
+	int recompute;       /* a forward op recomputed during backward     */
+	double params;       /* BWD: parameters (on this rank) whose gradient
+			      * this op completes: a weight-gradient GEMM,
+			      * or the norms/biases the layer's last op
+			      * finishes; summed over a layer's backward it
+			      * is the layer's parameters / tp             */
+};
+
+/*
+ * The ops of one dense transformer layer for one micro-batch of T = b*s
+ * tokens on one of t tensor-parallel ranks, in execution order. The backward
+ * list (phase PAR_BWD) starts with the recomputed forward ops when
+ * training.recompute is full (all of them) or selective (the attention core
+ * only), each marked recompute = 1; then data and weight gradients, GEMMs
+ * giving a dX and a dW op each (2x forward FLOPs in all), attention backward
+ * 2.5x its forward (the flash kernel recomputes inside; no separate
+ * recompute with flash). Writes at most max ops and returns how many there
+ * are (call with max 0 to count). The caller adds communication.
+ */
+size_t par_layer_ops(const struct par_model *m, const struct par_training *tr, unsigned tp,
+		     enum par_phase phase, struct par_op *out, size_t max);
+/* As par_layer_ops, with sequence parallelism (sp) when true: the norms,
+ * dropouts and residual adds then run on T/t tokens. par_layer_ops is this
+ * with sp false. Both describe the dense layer: attention and the dense MLP;
+ * an MoE layer's expert ops are not listed yet. */
+size_t par_layer_ops_sp(const struct par_model *m, const struct par_training *tr, unsigned tp,
+			bool sp, enum par_phase phase, struct par_op *out, size_t max);
+
+/* Embedding lookup (forward) / gradient (backward) and the LM head with the
+ * loss (fp32 logits, cross-entropy), on one of tp ranks (vocab parallel). */
+size_t par_embed_ops(const struct par_model *m, const struct par_training *tr, unsigned tp,
+		     enum par_phase phase, struct par_op *out, size_t max);
+size_t par_head_ops(const struct par_model *m, const struct par_training *tr, unsigned tp,
+		    enum par_phase phase, struct par_op *out, size_t max);
+
+/* ---- memory (SPEC C11-C14) ------------------------------------------------ */
+
+/*
+ * Activation bytes one layer keeps for its backward, per micro-batch, on one
+ * of t ranks (sp: sequence parallel), counted tensor by tensor from what each
+ * op saves. For the GPT layer of Korthikanti et al. (LayerNorm, GeLU,
+ * dropout, multi-head): s b h (34 + 5 a s / h) without flash, 34 s b h with
+ * flash; TP without SP s b h (10 + 24/t + 5as/(ht)); with SP all of it / t.
+ * Full recomputation keeps only the layer input: 2 s b h (/t with sp).
+ * Selective recomputation drops the attention core's s^2 terms.
+ */
+double par_layer_activation_bytes(const struct par_model *m, const struct par_training *tr,
+				  unsigned tp, bool sp);
+/* During the backward of a fully recomputed layer: that layer's full set. */
+double par_layer_activation_peak_bytes(const struct par_model *m, const struct par_training *tr,
+				       unsigned tp, bool sp);
+/* fp32 logits of one micro-batch: 4 s b V / tp (SPEC C14). */
+double par_logits_bytes(const struct par_model *m, const struct par_training *tr, unsigned tp);
+
+/* Model states per GPU (SPEC C11, C12): K = 12 for Adam in 16-bit mixed precision
+ * (bf16, fp16, fp8), 8 for Adam in fp32 (m, v); SGD keeps momentum, so
+ * K = 8 mixed (4 master + 4 momentum) and 4 in fp32. Weights and gradients
+ * are 2 bytes each (fp8 training keeps bf16 weights), 4 in fp32. ZeRO
+ * stage >= 1 divides the optimizer state by dp, >= 2 the gradients too,
+ * 3 the weights too; dp 0 counts as 1. */
+struct par_states {
+	double weights, grads, optimizer;
+};
+void par_model_states(double params, enum par_precision p, enum par_optimizer o,
+		      unsigned zero, unsigned dp, struct par_states *out);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * train.h - one training step: build every rank's program from the model,
+ * the layout and the compute model, run it on the engine, and report step
+ * time, MFU, memory and where the time went.
+ *
+ * The caller owns the configuration, the topology and the compute model;
+ * par_train_run builds its own sim and frees it before returning, after the
+ * recorder (if any) has seen every op and memory change.
+ */
+#ifndef PAR_TRAIN_H
+#define PAR_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parallel/compute.h"
+#include "parallel/config.h"
+#include "sim/sim.h"
+#include "topology/topo.h"
+
+/* Memory categories of a rank (sim memory categories). */
+enum par_mem {
+	PAR_MEM_WEIGHTS,
+	PAR_MEM_GRADS,
+	PAR_MEM_OPTIMIZER,
+	PAR_MEM_ACTIVATIONS,
+	PAR_MEM_LOGITS,
+	PAR_MEM_BUFFERS,
+	PAR_MEM_NCATS
+};
+const char *par_mem_name(enum par_mem c);
+
+/* Everything one step needs. */
+struct par_train {
+	const struct par_model *model;
+	const struct par_training *training;
+	const struct par_layout *layout;
+	const struct par_compute_model *compute;
+	const struct topo_config *cluster;
+	struct sim_config sim;            /* fidelity, chunk, algorithms     */
+	uint32_t steps;                   /* steps to simulate (>= 1)        */
+	const struct sim_recorder_ops *rec;
+	void *rec_ctx;
+};
+
+struct par_memory {
+	double bytes[PAR_MEM_NCATS];      /* at the peak of the busiest rank */
+	double peak;
+	double capacity;
+	bool fits;
+};
+
+struct par_report {
+	uint32_t gpus, dp, micro_batches;
+	double step_time_s;               /* per step, averaged over steps   */
+	double tokens_per_s;
+	double flops_per_token;           /* 6Ψ + 12 L h s (SPEC C15)        */
+	double mfu, hfu;
+	double params;
+	struct par_memory memory;
+	struct {                          /* the critical rank, per step     */
+		double compute_s, exposed_comm_s, bubble_s, idle_s;
+	} breakdown;
+	uint32_t critical_rank;
+	uint64_t events;
+	sim_ps sim_end_ps;
+};
+
+/*
+ * Check that the layout can be built (what this version implements) and
+ * work out the memory of one rank without running anything: a layout that
+ * does not fit is reported before any event. 0, or -1 with err.
+ */
+int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
+
+/* Build, run and report. 0, or -1 with err (a run that could not finish). */
+int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
+
+#endif

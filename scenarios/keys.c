@@ -1,0 +1,501 @@
+/*
+ * keys.c - the table of scenario keys: name, kind of value, unit, default,
+ * range and help. scn_set() parses one value through it; the defaults, the
+ * effective configuration (scn_json) and docs/scenario.md come from it too.
+ * Keys under "cluster." belong to topology/cluster.c's table.
+ */
+#include "scenarios/scenario.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "scenarios/scn-int.h"
+#include "sim/units.h"
+
+enum kt {
+	KT_COUNT,    /* whole number, no unit                 */
+	KT_NUMBER,   /* plain number (ratio, exponent)        */
+	KT_BYTES,    /* size with unit                        */
+	KT_TIME,     /* time with unit                        */
+	KT_BOOL,     /* true or false                         */
+	KT_ENUM,     /* one of names; stored as int           */
+	KT_PRESET,   /* model preset name (read by load.c)    */
+	KT_ALGO,     /* collective algorithm name or auto     */
+	KT_DP,       /* whole number or auto (0)              */
+	KT_EFF,      /* number in (0, 1] or a table name      */
+	KT_SEED,     /* whole number, 64 bits                 */
+	KT_TEXT,     /* free text (description, source)       */
+};
+
+struct key {
+	const char *name;
+	enum kt type;
+	size_t off;                  /* into struct scn                     */
+	double min, max;             /* for numbers                         */
+	const char *def;             /* default as text, NULL = none        */
+	const char *const *names;    /* KT_ENUM: value i is names[i]        */
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct scn, f)
+#define ALGO_OFF(op) (OFF(parallel.algo) + (op) * sizeof(const struct sim_coll_algo *))
+
+static const char *const activations[] = { "gelu", "swiglu", NULL };
+static const char *const norms[] = { "layernorm", "rmsnorm", NULL };
+static const char *const precisions[] = { "bf16", "fp16", "fp8", "fp32", NULL };
+static const char *const optimizers[] = { "adam", "sgd", NULL };
+static const char *const recomputes[] = { "none", "selective", "full", NULL };
+static const char *const schedules[] = { "1f1b", "gpipe", "interleaved", NULL };
+static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
+static const char *const fidelities[] = { "flow", "analytic", NULL };
+static const char *const records[] = { "all", "sample", "none", NULL };
+
+#define BIG 1e9
+static const struct key keys[] = {
+	/* model */
+	{ "model.preset", KT_PRESET, OFF(model.preset), 0, 0, NULL, NULL,
+	  "model preset to start from (scenarios/models/NAME.yaml)" },
+	{ "model.description", KT_TEXT, OFF(model.description), 0, 128, "", NULL,
+	  "one line saying what the model is" },
+	{ "model.source", KT_TEXT, OFF(model.source), 0, 512, "", NULL,
+	  "where the model's shape comes from" },
+	{ "model.layers", KT_COUNT, OFF(model.layers), 1, 100000, NULL, NULL,
+	  "transformer layers L" },
+	{ "model.hidden", KT_COUNT, OFF(model.hidden), 1, BIG, NULL, NULL, "hidden size h" },
+	{ "model.heads", KT_COUNT, OFF(model.heads), 1, 100000, NULL, NULL, "attention heads a" },
+	{ "model.kv_heads", KT_COUNT, OFF(model.kv_heads), 0, 100000, "0", NULL,
+	  "key/value heads for GQA; 0 = heads (multi-head attention)" },
+	{ "model.head_dim", KT_COUNT, OFF(model.head_dim), 0, 100000, "0", NULL,
+	  "size of one head; 0 = hidden / heads" },
+	{ "model.ffn", KT_COUNT, OFF(model.ffn), 0, BIG, "0", NULL,
+	  "MLP width f; 0 = 4 x hidden" },
+	{ "model.vocab", KT_COUNT, OFF(model.vocab), 1, BIG, NULL, NULL, "vocabulary size V" },
+	{ "model.activation", KT_ENUM, OFF(model.activation), 0, 0, "gelu", activations,
+	  "MLP: gelu (two matrices) or swiglu (three)" },
+	{ "model.norm", KT_ENUM, OFF(model.norm), 0, 0, "layernorm", norms, "normalisation" },
+	{ "model.tied_embeddings", KT_BOOL, OFF(model.tied_embeddings), 0, 0, "false", NULL,
+	  "the output layer shares the input embedding's weights" },
+	{ "model.moe.experts", KT_COUNT, OFF(model.moe.experts), 0, 100000, "0", NULL,
+	  "routed experts per MoE layer; 0 = dense model" },
+	{ "model.moe.top_k", KT_COUNT, OFF(model.moe.top_k), 0, 1024, "0", NULL,
+	  "experts each token is routed to" },
+	{ "model.moe.capacity_factor", KT_NUMBER, OFF(model.moe.capacity_factor), 0, 1000, "0",
+	  NULL, "tokens an expert takes, over the uniform share; 0 = no limit" },
+	{ "model.moe.every", KT_COUNT, OFF(model.moe.every), 1, 1000, "1", NULL,
+	  "an MoE layer every N layers (after the dense ones)" },
+	{ "model.moe.expert_ffn", KT_COUNT, OFF(model.moe.expert_ffn), 0, BIG, "0", NULL,
+	  "MLP width of one expert; 0 = ffn" },
+	{ "model.moe.shared_experts", KT_COUNT, OFF(model.moe.shared_experts), 0, 1024, "0", NULL,
+	  "experts every token goes through" },
+	{ "model.moe.dense_layers", KT_COUNT, OFF(model.moe.dense_layers), 0, 100000, "0", NULL,
+	  "the first N layers stay dense" },
+	{ "model.moe.skew", KT_NUMBER, OFF(model.moe.skew), 0, 100, "0", NULL,
+	  "routing imbalance, Zipf exponent over experts; 0 = uniform" },
+	/* training */
+	{ "training.seq", KT_COUNT, OFF(training.seq), 1, BIG, NULL, NULL,
+	  "sequence length s, tokens" },
+	{ "training.global_batch", KT_COUNT, OFF(training.global_batch), 1, BIG, NULL, NULL,
+	  "sequences per step, all replicas together" },
+	{ "training.micro_batch", KT_COUNT, OFF(training.micro_batch), 1, BIG, "1", NULL,
+	  "sequences per micro-batch b" },
+	{ "training.precision", KT_ENUM, OFF(training.precision), 0, 0, "bf16", precisions,
+	  "precision of matmuls and activations" },
+	{ "training.optimizer", KT_ENUM, OFF(training.optimizer), 0, 0, "adam", optimizers,
+	  "adam (12 bytes of state per parameter in mixed precision) or sgd" },
+	{ "training.recompute", KT_ENUM, OFF(training.recompute), 0, 0, "none", recomputes,
+	  "activation recomputation" },
+	{ "training.flash_attention", KT_BOOL, OFF(training.flash_attention), 0, 0, "true", NULL,
+	  "fused attention kernel (no s x s matrices kept)" },
+	/* parallel */
+	{ "parallel.tp", KT_COUNT, OFF(parallel.tp), 1, 4096, "1", NULL, "tensor-parallel size" },
+	{ "parallel.sp", KT_BOOL, OFF(parallel.sp), 0, 0, "false", NULL,
+	  "sequence parallelism with tensor parallelism" },
+	{ "parallel.pp", KT_COUNT, OFF(parallel.pp), 1, 4096, "1", NULL, "pipeline stages" },
+	{ "parallel.vpp", KT_COUNT, OFF(parallel.vpp), 1, 1024, "1", NULL,
+	  "model chunks per stage (interleaved schedule)" },
+	{ "parallel.schedule", KT_ENUM, OFF(parallel.schedule), 0, 0, "1f1b", schedules,
+	  "pipeline schedule" },
+	{ "parallel.cp", KT_COUNT, OFF(parallel.cp), 1, 4096, "1", NULL, "context-parallel size" },
+	{ "parallel.cp_algo", KT_ENUM, OFF(parallel.cp_algo), 0, 0, "ring", cp_algos,
+	  "context parallelism: ring attention, zig-zag ring, or Ulysses all-to-all" },
+	{ "parallel.ep", KT_COUNT, OFF(parallel.ep), 1, 65536, "1", NULL, "expert-parallel size" },
+	{ "parallel.dp", KT_DP, OFF(parallel.dp), 0, TOPO_MAX_RANKS, "auto", NULL,
+	  "data-parallel size, or auto (GPUs / (tp x cp x pp))" },
+	{ "parallel.zero", KT_COUNT, OFF(parallel.zero), 0, 3, "0", NULL,
+	  "ZeRO stage over the data-parallel group" },
+	{ "parallel.fsdp.enabled", KT_BOOL, OFF(parallel.fsdp.enabled), 0, 0, "false", NULL,
+	  "PyTorch FSDP decides the sharding (zero is then ignored)" },
+	{ "parallel.fsdp.unit_layers", KT_COUNT, OFF(parallel.fsdp.unit_layers), 1, 100000, "1",
+	  NULL, "layers per FSDP unit" },
+	{ "parallel.fsdp.prefetch", KT_BOOL, OFF(parallel.fsdp.prefetch), 0, 0, "true", NULL,
+	  "gather the next unit while computing this one" },
+	{ "parallel.fsdp.reshard", KT_BOOL, OFF(parallel.fsdp.reshard), 0, 0, "true", NULL,
+	  "free gathered parameters after forward" },
+	{ "parallel.fsdp.hsdp", KT_BOOL, OFF(parallel.fsdp.hsdp), 0, 0, "false", NULL,
+	  "shard inside a node, replicate across nodes" },
+	{ "parallel.ddp.bucket", KT_BYTES, OFF(parallel.ddp.bucket_bytes), 1, 1e15, "25MiB", NULL,
+	  "gradient bucket size (PyTorch DDP's default 25 MiB)" },
+	{ "parallel.ddp.overlap", KT_BOOL, OFF(parallel.ddp.overlap), 0, 0, "true", NULL,
+	  "all-reduce each full bucket while backward goes on" },
+	{ "parallel.algorithms.allreduce", KT_ALGO, ALGO_OFF(SIM_COLL_ALLREDUCE), 0, 0, "auto",
+	  NULL, "all-reduce algorithm: ring, rd, hd, hier or auto" },
+	{ "parallel.algorithms.reducescatter", KT_ALGO, ALGO_OFF(SIM_COLL_REDUCESCATTER), 0, 0,
+	  "auto", NULL, "reduce-scatter algorithm: ring, rd or auto" },
+	{ "parallel.algorithms.allgather", KT_ALGO, ALGO_OFF(SIM_COLL_ALLGATHER), 0, 0, "auto",
+	  NULL, "all-gather algorithm: ring, rd or auto" },
+	{ "parallel.algorithms.alltoall", KT_ALGO, ALGO_OFF(SIM_COLL_ALLTOALL), 0, 0, "auto",
+	  NULL, "all-to-all algorithm: pairwise or auto" },
+	/* compute */
+	{ "compute.efficiency", KT_EFF, OFF(compute.efficiency), 0, 1, "h200", NULL,
+	  "a flat efficiency in (0, 1] (1 = pure roofline), or a calibration table name" },
+	{ "compute.launch_overhead", KT_TIME, OFF(compute.launch_s), 0, 1, "1.1us", NULL,
+	  "added to every kernel (measured on H200: 1.1 us per kernel in a CUDA graph)" },
+	/* sim */
+	{ "sim.fidelity", KT_ENUM, OFF(sim.fidelity), 0, 0, "flow", fidelities,
+	  "flow (transfers on links, contention) or analytic (closed forms)" },
+	{ "sim.steps", KT_COUNT, OFF(sim.steps), 1, 100000, "1", NULL, "training steps to simulate" },
+	{ "sim.seed", KT_SEED, OFF(sim.seed), 0, 0, "1", NULL, "seed of every random draw" },
+	{ "sim.record", KT_ENUM, OFF(sim.record), 0, 0, "all", records,
+	  "which timelines are stored: all, sample or none" },
+	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 1, 1e12, "512KiB", NULL,
+	  "messages move in chunks of this size (NCCL Simple: 512 KiB)" },
+};
+
+static const char *const kt_value[] = {
+	[KT_COUNT] = "integer", [KT_NUMBER] = "number", [KT_BYTES] = "size", [KT_TIME] = "time",
+	[KT_BOOL] = "true/false", [KT_ENUM] = "name", [KT_PRESET] = "name", [KT_ALGO] = "name",
+	[KT_DP] = "integer or auto", [KT_EFF] = "number or name", [KT_SEED] = "integer",
+	[KT_TEXT] = "text",
+};
+
+static const struct key *key_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* A whole number in [min, max] without unit. */
+static int parse_whole(const struct key *k, const char *v, unsigned long long *out,
+		       char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (end == v || *end || errno || v[0] == '-' || (k->max > 0 && (n < k->min || n > k->max)))
+		return k->max > 0 ? fail(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
+					 "got '%s'", k->name, k->min, k->max, v)
+				  : fail(err, errlen, "%s: expected a whole number, got '%s'",
+					 k->name, v);
+	*out = n;
+	return 0;
+}
+
+static int parse_plain(const struct key *k, const char *v, double *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
+		return fail(err, errlen, "%s: expected a number from %g to %g, got '%s'", k->name,
+			    k->min, k->max, v);
+	*out = x;
+	return 0;
+}
+
+static int parse_bool(const struct key *k, const char *v, bool *out, char *err, size_t errlen)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (!strcmp(v, yes[i]))
+			return *out = true, 0;
+		if (!strcmp(v, no[i]))
+			return *out = false, 0;
+	}
+	return fail(err, errlen, "%s: expected true or false, got '%s'", k->name, v);
+}
+
+static int parse_enum(const struct key *k, const char *v, int *out, char *err, size_t errlen)
+{
+	char list[256] = "";
+	for (int i = 0; k->names[i]; i++) {
+		if (!strcmp(v, k->names[i]))
+			return *out = i, 0;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+			 k->names[i]);
+	}
+	return fail(err, errlen, "%s: expected one of %s, got '%s'", k->name, list, v);
+}
+
+static int parse_units(const struct key *k, const char *v, double *out, char *err, size_t errlen)
+{
+	char why[256];
+	double x;
+	if (sim_units_parse(k->type == KT_TIME ? SIM_UNIT_TIME : SIM_UNIT_BYTES, v, &x, why,
+			    sizeof(why)) < 0)
+		return fail(err, errlen, "%s: %s", k->name, why);
+	if (x < k->min || x > k->max)
+		return fail(err, errlen, "%s: expected %s from %g to %g, got '%s'", k->name,
+			    k->type == KT_TIME ? "a time (s)" : "a size (bytes)", k->min, k->max, v);
+	*out = x;
+	return 0;
+}
+
+/* compute.efficiency: a flat number in (0, 1], or the name of a table. */
+static int parse_eff(struct scn *s, const struct key *k, const char *v, char *err, size_t errlen)
+{
+	char *end;
+	double x = strtod(v, &end);
+	if (end != v && !*end) {
+		if (!(x > 0 && x <= 1))
+			return fail(err, errlen, "%s: expected a flat efficiency in (0, 1] or a "
+				    "calibration table name, got '%s'", k->name, v);
+		s->compute.efficiency = x;
+		s->compute.table[0] = 0;
+		return 0;
+	}
+	if (!*v || strlen(v) >= sizeof(s->compute.table) || strpbrk(v, "/\\. "))
+		return fail(err, errlen, "%s: expected a number or a table name, got '%s'", k->name, v);
+	s->compute.efficiency = 0;
+	snprintf(s->compute.table, sizeof(s->compute.table), "%s", v);
+	return 0;
+}
+
+/* Parse v into the field of key k. */
+static int key_set(struct scn *s, const struct key *k, const char *v, char *err, size_t errlen)
+{
+	char *f = (char *)s + k->off;
+	unsigned long long n;
+	switch (k->type) {
+	case KT_COUNT:
+		if (parse_whole(k, v, &n, err, errlen) < 0)
+			return -1;
+		*(uint32_t *)(void *)f = (uint32_t)n;
+		return 0;
+	case KT_SEED:
+		if (parse_whole(k, v, &n, err, errlen) < 0)
+			return -1;
+		*(uint64_t *)(void *)f = n;
+		return 0;
+	case KT_DP:
+		if (!strcmp(v, "auto"))
+			return *(uint32_t *)(void *)f = 0, 0;
+		if (parse_whole(k, v, &n, err, errlen) < 0 || n == 0)
+			return fail(err, errlen, "%s: expected auto or a whole number from 1 to %.0f, "
+				    "got '%s'", k->name, k->max, v);
+		*(uint32_t *)(void *)f = (uint32_t)n;
+		return 0;
+	case KT_NUMBER:
+		return parse_plain(k, v, (double *)(void *)f, err, errlen);
+	case KT_BYTES:
+	case KT_TIME:
+		return parse_units(k, v, (double *)(void *)f, err, errlen);
+	case KT_BOOL:
+		return parse_bool(k, v, (bool *)(void *)f, err, errlen);
+	case KT_ENUM: {
+		int e;
+		if (parse_enum(k, v, &e, err, errlen) < 0)
+			return -1;
+		memcpy(f, &e, sizeof(e));  /* every enum here is int-sized */
+		return 0;
+	}
+	case KT_PRESET:
+		if (!*v || strlen(v) >= sizeof(s->model.preset) || strpbrk(v, "/\\ "))
+			return fail(err, errlen, "%s: expected a preset name, got '%s'", k->name, v);
+		snprintf(f, sizeof(s->model.preset), "%s", v);
+		return 0;
+	case KT_ALGO: {
+		const struct sim_coll_algo *a = strcmp(v, "auto") ? coll_find(v) : NULL;
+		if (strcmp(v, "auto") && !a)
+			return fail(err, errlen, "%s: expected auto or one of %s, got '%s'", k->name,
+				    coll_names(), v);
+		*(const struct sim_coll_algo **)(void *)f = a;
+		return 0;
+	}
+	case KT_EFF:
+		return parse_eff(s, k, v, err, errlen);
+	case KT_TEXT:
+		snprintf(f, (size_t)k->max, "%s", v);
+		return 0;
+	}
+	BUG("key type %d", k->type);
+}
+
+int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t errlen)
+{
+	if (!strncmp(key, "cluster.", 8))
+		return topo_config_set(&s->cluster, key + 8, value, err, errlen);
+	const struct key *k = key_find(key);
+	if (!k) {
+		const char *dot = strchr(key, '.');
+		size_t sec = dot ? (size_t)(dot - key) : strlen(key);
+		static const char *const sections[] = { "cluster", "model", "training", "parallel",
+							"compute", "sim" };
+		for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
+			if (strlen(sections[i]) == sec && !strncmp(key, sections[i], sec))
+				return fail(err, errlen, "unknown key %s (see docs/scenario.md for the "
+					    "keys of %s)", key, sections[i]);
+		return fail(err, errlen, "unknown key %s: expected a key of cluster, model, "
+			    "training, parallel, compute or sim", key);
+	}
+	return key_set(s, k, value, err, errlen);
+}
+
+int scn_key_is_known(const char *key)
+{
+	return !strncmp(key, "cluster.", 8) || key_find(key) != NULL;
+}
+
+void scn_defaults(struct scn *s)
+{
+	char err[256];
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (keys[i].def && key_set(s, &keys[i], keys[i].def, err, sizeof(err)) < 0)
+			BUG("default of %s: %s", keys[i].name, err);
+}
+
+/* Missing required keys (no default, no preset): 0 or -1 with err. */
+int scn_check_required(const struct scn *s, char *err, size_t errlen)
+{
+	const struct { const char *name; uint32_t v; } req[] = {
+		{ "model.layers", s->model.layers }, { "model.hidden", s->model.hidden },
+		{ "model.heads", s->model.heads }, { "model.vocab", s->model.vocab },
+		{ "training.seq", s->training.seq },
+		{ "training.global_batch", s->training.global_batch },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(req); i++)
+		if (!req[i].v)
+			return fail(err, errlen, "%s: required (set it, or name a model.preset)",
+				    req[i].name);
+	return 0;
+}
+
+/* ---- the effective configuration as JSON ------------------------------------ */
+
+/* A JSON string with quotes and backslashes escaped, control bytes dropped. */
+static void json_string(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	if (len < 3)
+		return;
+	buf[n++] = '"';
+	for (; *s && n + 3 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			buf[n++] = '\\';
+		if ((unsigned char)*s >= 0x20)
+			buf[n++] = *s;
+	}
+	buf[n++] = '"';
+	buf[n] = 0;
+}
+
+static void json_value(const struct scn *s, const struct key *k, char *buf, size_t len)
+{
+	const char *f = (const char *)s + k->off;
+	switch (k->type) {
+	case KT_COUNT:
+		snprintf(buf, len, "%u", *(const uint32_t *)(const void *)f);
+		break;
+	case KT_DP:
+		snprintf(buf, len, "%u", *(const uint32_t *)(const void *)f);
+		break;
+	case KT_SEED:
+		snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)(const void *)f);
+		break;
+	case KT_NUMBER:
+	case KT_BYTES:
+	case KT_TIME:
+		snprintf(buf, len, "%.17g", *(const double *)(const void *)f);
+		break;
+	case KT_BOOL:
+		snprintf(buf, len, "%s", *(const bool *)(const void *)f ? "true" : "false");
+		break;
+	case KT_ENUM: {
+		int e;
+		memcpy(&e, f, sizeof(e));
+		snprintf(buf, len, "\"%s\"", k->names[e]);
+		break;
+	}
+	case KT_PRESET:
+	case KT_TEXT:
+		json_string(f, buf, len);
+		break;
+	case KT_ALGO: {
+		const struct sim_coll_algo *a = *(const struct sim_coll_algo *const *)(const void *)f;
+		snprintf(buf, len, "\"%s\"", a ? a->name : "auto");
+		break;
+	}
+	case KT_EFF:
+		if (s->compute.efficiency > 0)
+			snprintf(buf, len, "%.17g", s->compute.efficiency);
+		else
+			snprintf(buf, len, "\"%s\"", s->compute.table);
+		break;
+	}
+}
+
+char *scn_json(const struct scn *s)
+{
+	char cluster[2048];
+	topo_config_json(&s->cluster, cluster, sizeof(cluster));
+	size_t cap = 8192, n = 0;
+	char *out = xmalloc(cap);
+	n += (size_t)snprintf(out, cap, "{\"cluster\":%s", cluster);
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		char v[1100];
+		json_value(s, &keys[i], v, sizeof(v));
+		size_t need = strlen(keys[i].name) + strlen(v) + 8;
+		if (n + need >= cap)
+			out = xrealloc(out, cap *= 2);
+		n += (size_t)snprintf(out + n, cap - n, ",\"%s\":%s", keys[i].name, v);
+	}
+	snprintf(out + n, cap - n, "}");
+	return out;
+}
+
+/* ---- docs/scenario.md ------------------------------------------------------- */
+
+void scn_keys_markdown(FILE *out)
+{
+	fprintf(out, "| key | value | default | meaning |\n|---|---|---|---|\n");
+	fprintf(out, "| `cluster.preset` | name | required | cluster preset to start from "
+		"(scenarios/clusters/NAME.yaml; clustersim presets) |\n");
+	for (size_t i = 0; i < topo_key_count(); i++) {
+		const char *name, *value, *help;
+		topo_key_info(i, &name, &value, &help);
+		fprintf(out, "| `cluster.%s` | %s | from the preset | %s |\n", name, value, help);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		const struct key *k = &keys[i];
+		char value[160];
+		snprintf(value, sizeof(value), "%s", kt_value[k->type]);
+		if (k->type == KT_ENUM) {
+			value[0] = 0;
+			for (int j = 0; k->names[j]; j++)
+				snprintf(value + strlen(value), sizeof(value) - strlen(value), "%s`%s`",
+					 j ? ", " : "", k->names[j]);
+		}
+		const char *def = k->def ? (*k->def ? k->def : "empty") :
+			 k->type == KT_PRESET ? "none" : "required";
+		fprintf(out, "| `%s` | %s | %s | %s |\n", k->name, value, def, k->help);
+	}
+}

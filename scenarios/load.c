@@ -1,0 +1,328 @@
+/*
+ * load.c - load a scenario: defaults, then the cluster and model presets,
+ * then the file's keys, then --set overrides, then the derived defaults and
+ * the checks across keys. Presets are scenario fragments found by name
+ * (scn_find_preset); --set cluster.preset and --set model.preset choose them
+ * too, before anything else is applied.
+ */
+#include "scenarios/scenario.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scenarios/scn-int.h"
+
+#ifndef CLUSTERSIM_DATADIR
+#define CLUSTERSIM_DATADIR "/usr/local/share/clustersim"
+#endif
+#ifndef CLUSTERSIM_SRCDIR
+#define CLUSTERSIM_SRCDIR "."
+#endif
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *scn_datadir(void)
+{
+	if (access(CLUSTERSIM_DATADIR "/clusters", R_OK) == 0)
+		return CLUSTERSIM_DATADIR;
+	return CLUSTERSIM_SRCDIR "/scenarios";
+}
+
+/* A preset name is a plain file name: letters, digits, '.', '_' and '-'. */
+static int name_ok(const char *name)
+{
+	if (!*name || name[0] == '.')
+		return 0;
+	for (const char *c = name; *c; c++)
+		if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-'))
+			return 0;
+	return 1;
+}
+
+int scn_find_preset(const char *scenario_path, const char *kind, const char *name,
+		    char *out, size_t outlen, char *err, size_t errlen)
+{
+	if (!name_ok(name))
+		return fail(err, errlen, "'%s' is not a preset name", name);
+	char dir[1024] = ".", tried[1024] = "";
+	if (scenario_path && *scenario_path) {
+		char tmp[1024];
+		snprintf(tmp, sizeof(tmp), "%s", scenario_path);
+		snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+	}
+	const char *const places[] = { dir, scn_datadir() };
+	for (size_t i = 0; i < ARRAY_SIZE(places); i++) {
+		snprintf(out, outlen, "%s/%s/%s.yaml", places[i], kind, name);
+		if (access(out, R_OK) == 0)
+			return 0;
+		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s/%s/",
+			 i ? ", " : "", places[i], kind);
+	}
+	return fail(err, errlen, "no %s preset named '%s' (looked in %s)",
+		    strcmp(kind, "clusters") ? "model" : "cluster", name, tried);
+}
+
+/* Apply one YAML file's keys, all of which must be under `only` if given. */
+static int apply_kvs(struct scn *s, const char *path, const struct scn_kvs *kv, const char *only,
+		     int skip_presets, char *err, size_t errlen)
+{
+	char why[SCN_ERRLEN];
+	for (size_t i = 0; i < kv->n; i++) {
+		const char *k = kv->v[i].key;
+		if (only && strncmp(k, only, strlen(only)))
+			return fail(err, errlen, "%s:%d: %s: a %s preset holds only %s keys", path,
+				    kv->v[i].line, k, only, only);
+		if (skip_presets && (!strcmp(k, "cluster.preset") || !strcmp(k, "model.preset")))
+			continue;
+		if (scn_set(s, k, kv->v[i].value, why, sizeof(why)) < 0)
+			return fail(err, errlen, "%s:%d: %s", path, kv->v[i].line, why);
+	}
+	return 0;
+}
+
+/* Read a preset file of one section into s. */
+static int load_preset(struct scn *s, const char *scenario, const char *kind,
+		       const char *section, const char *name, char *err, size_t errlen)
+{
+	char path[1200];
+	struct scn_kvs kv = { 0 };
+	if (scn_find_preset(scenario, kind, name, path, sizeof(path), err, errlen) < 0 ||
+	    scn_yaml_read(path, &kv, err, errlen) < 0) {
+		scn_kvs_free(&kv);
+		return -1;
+	}
+	int rc = apply_kvs(s, path, &kv, section, 0, err, errlen);
+	scn_kvs_free(&kv);
+	return rc;
+}
+
+int scn_cluster_preset(struct topo_config *c, const char *name, char *err, size_t errlen)
+{
+	struct scn s;
+	scn_defaults(&s);
+	if (load_preset(&s, NULL, "clusters", "cluster.", name, err, errlen) < 0)
+		return -1;
+	snprintf(s.cluster.preset, sizeof(s.cluster.preset), "%s", name);
+	*c = s.cluster;
+	return 0;
+}
+
+/* The value a key gets last: from --set if given there, else from the file. */
+static const char *last_value(const struct scn_kvs *kv, const char *const *sets, size_t nsets,
+			      const char *key)
+{
+	const char *v = NULL;
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strcmp(kv->v[i].key, key))
+			v = kv->v[i].value;
+	size_t n = strlen(key);
+	for (size_t i = 0; i < nsets; i++)
+		if (!strncmp(sets[i], key, n) && sets[i][n] == '=')
+			v = sets[i] + n + 1;
+	return v;
+}
+
+static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char *err,
+		      size_t errlen)
+{
+	char why[SCN_ERRLEN], key[128];
+	for (size_t i = 0; i < nsets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof(key))
+			return fail(err, errlen, "--set %s: expected section.key=value", sets[i]);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
+		if (!strcmp(key, "cluster.preset") || !strcmp(key, "model.preset"))
+			continue;
+		if (scn_set(s, key, eq + 1, why, sizeof(why)) < 0)
+			return fail(err, errlen, "--set %s: %s", sets[i], why);
+	}
+	return 0;
+}
+
+/* Fill what 0 means "derived" for. */
+static void derive(struct scn *s)
+{
+	struct par_model *m = &s->model;
+	if (!m->kv_heads)
+		m->kv_heads = m->heads;
+	if (!m->head_dim && m->heads)
+		m->head_dim = m->hidden / m->heads;
+	if (!m->ffn)
+		m->ffn = 4 * m->hidden;
+	if (m->moe.experts && !m->moe.expert_ffn)
+		m->moe.expert_ffn = m->ffn;
+}
+
+int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+	     char *err, size_t errlen)
+{
+	struct scn_kvs kv = { 0 };
+	scn_defaults(s);
+	snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
+	snprintf(s->datadir, sizeof(s->datadir), "%s", scn_datadir());
+	if (path && scn_yaml_read(path, &kv, err, errlen) < 0)
+		return -1;
+	const char *label = path ? path : "--set";
+	int rc = 0;
+	const char *cp = last_value(&kv, sets, nsets, "cluster.preset");
+	const char *mp = last_value(&kv, sets, nsets, "model.preset");
+	if (!cp)
+		rc = fail(err, errlen, "%s: cluster.preset: required (a file of scenarios/clusters/, "
+			  "see clustersim presets)", label);
+	if (!rc)
+		rc = load_preset(s, path, "clusters", "cluster.", cp, err, errlen);
+	if (!rc)
+		snprintf(s->cluster.preset, sizeof(s->cluster.preset), "%s", cp);
+	if (!rc && mp && (rc = scn_set(s, "model.preset", mp, err, errlen)) == 0)
+		rc = load_preset(s, path, "models", "model.", mp, err, errlen);
+	if (!rc)
+		rc = apply_kvs(s, label, &kv, NULL, 1, err, errlen);
+	if (!rc)
+		rc = apply_sets(s, sets, nsets, err, errlen);
+	scn_kvs_free(&kv);
+	if (rc)
+		return -1;
+	derive(s);
+	char why[SCN_ERRLEN];
+	if (scn_check_required(s, why, sizeof(why)) < 0 || scn_validate(s, why, sizeof(why)) < 0)
+		return fail(err, errlen, "%s: %s", label, why);
+	return 0;
+}
+
+/* ---- checks across keys -------------------------------------------------------- */
+
+static uint32_t cluster_gpus(const struct scn *s)
+{
+	return s->cluster.kind == TOPO_IDEAL ? s->cluster.nodes
+					     : s->cluster.nodes * s->cluster.gpus_per_node;
+}
+
+uint32_t scn_gpus(const struct scn *s)
+{
+	const struct par_layout *p = &s->parallel;
+	uint32_t mp = p->tp * p->cp * p->pp;
+	return mp * (p->dp ? p->dp : cluster_gpus(s) / mp);
+}
+
+static int check_model(const struct scn *s, char *err, size_t errlen)
+{
+	const struct par_model *m = &s->model;
+	if (m->heads % m->kv_heads)
+		return fail(err, errlen, "model.kv_heads: %u does not divide model.heads (%u)",
+			    m->kv_heads, m->heads);
+	if (!m->head_dim)
+		return fail(err, errlen, "model.head_dim: model.hidden (%u) is smaller than "
+			    "model.heads (%u); set model.head_dim", m->hidden, m->heads);
+	if (m->moe.experts && (!m->moe.top_k || m->moe.top_k > m->moe.experts))
+		return fail(err, errlen, "model.moe.top_k: expected 1 to %u (model.moe.experts), "
+			    "got %u", m->moe.experts, m->moe.top_k);
+	if (s->training.precision == PAR_FP8 && !topo_gpu_find(s->cluster.gpu)->fp8)
+		return fail(err, errlen, "training.precision: %s has no fp8 support",
+			    s->cluster.gpu);
+	return 0;
+}
+
+static int check_layout(const struct scn *s, char *err, size_t errlen)
+{
+	const struct par_layout *p = &s->parallel;
+	const struct par_model *m = &s->model;
+	uint32_t have = cluster_gpus(s), mp = p->tp * p->cp * p->pp;
+	if (m->heads % p->tp)
+		return fail(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
+			    m->heads);
+	if (m->kv_heads % p->tp && p->tp % m->kv_heads)
+		return fail(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
+			    "divide the other", p->tp, m->kv_heads);
+	if (s->cluster.kind != TOPO_IDEAL && p->tp > s->cluster.gpus_per_node)
+		return fail(err, errlen, "parallel.tp: %u is more than the %u GPUs of one NVLink "
+			    "domain (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
+	if (!p->dp && have % mp)
+		return fail(err, errlen, "parallel.dp: auto needs tp x cp x pp (%u) to divide the "
+			    "cluster's %u GPUs", mp, have);
+	uint32_t dp = p->dp ? p->dp : have / mp;
+	if ((uint64_t)dp * mp != have)
+		return fail(err, errlen, "parallel: dp x tp x pp x cp = %u x %u x %u x %u = %llu, "
+			    "expected the cluster's %u GPUs (cluster.nodes x cluster.gpus_per_node)",
+			    dp, p->tp, p->pp, p->cp, (unsigned long long)dp * mp, have);
+	if (have > TOPO_MAX_RANKS)
+		return fail(err, errlen, "cluster: %u GPUs, at most %u", have, TOPO_MAX_RANKS);
+	if (p->pp > m->layers)
+		return fail(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
+	if (s->training.seq % p->cp)
+		return fail(err, errlen, "parallel.cp: %u does not divide training.seq (%u)", p->cp,
+			    s->training.seq);
+	if (m->moe.experts && m->moe.experts % p->ep)
+		return fail(err, errlen, "parallel.ep: %u does not divide model.moe.experts (%u)",
+			    p->ep, m->moe.experts);
+	if ((dp * p->cp) % p->ep)
+		return fail(err, errlen, "parallel.ep: %u does not divide dp x cp (%u)", p->ep,
+			    dp * p->cp);
+	return 0;
+}
+
+static int check_batch(const struct scn *s, char *err, size_t errlen)
+{
+	const struct par_training *t = &s->training;
+	uint32_t dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
+	if (t->global_batch % dp)
+		return fail(err, errlen, "training.global_batch: %u sequences do not split over "
+			    "%u data-parallel replicas", t->global_batch, dp);
+	uint32_t per = t->global_batch / dp;
+	if (per % t->micro_batch)
+		return fail(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
+			    "of each replica (global_batch / dp)", t->micro_batch, per);
+	return 0;
+}
+
+int scn_validate(const struct scn *s, char *err, size_t errlen)
+{
+	if (topo_config_check(&s->cluster, err, errlen) < 0)
+		return -1;
+	if (check_model(s, err, errlen) < 0 || check_layout(s, err, errlen) < 0 ||
+	    check_batch(s, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- listing presets -------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int scn_preset_names(const char *kind, char ***names, size_t *n)
+{
+	char dir[1200];
+	snprintf(dir, sizeof(dir), "%s/%s", scn_datadir(), kind);
+	DIR *d = opendir(dir);
+	*names = NULL;
+	*n = 0;
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") || e->d_name[0] == '.')
+			continue;
+		*names = xreallocarray(*names, *n + 1, sizeof(char *));
+		(*names)[(*n)++] = xasprintf("%.*s", (int)(len - 5), e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*names, *n, sizeof(char *), cmp_str);
+	return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * scenario.h - one scenario: cluster, model, training, parallel layout,
+ * compute model and simulation options, loaded from YAML, completed from
+ * presets, overridden by --set, validated.
+ *
+ * Every key comes from one declarative table (keys.c): its name, kind of
+ * value, unit, default and help. Loading, --set, the effective
+ * configuration stored with every run and docs/scenario.md are all generated
+ * from that table. A struct scn is plain data owned by the caller.
+ *
+ * Errors name the file, the line (where YAML gives one), the key and what was
+ * expected: "run.yaml:12: model.hidden: expected a whole number, got 'big'".
+ */
+#ifndef SCN_SCENARIO_H
+#define SCN_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "parallel/config.h"
+#include "sim/sim.h"
+#include "topology/topo.h"
+
+enum scn_record { SCN_RECORD_ALL, SCN_RECORD_SAMPLE, SCN_RECORD_NONE };
+
+struct scn_sim {
+	enum sim_fidelity fidelity;
+	uint32_t steps;
+	uint64_t seed;
+	enum scn_record record;
+	double chunk_bytes;
+};
+
+struct scn {
+	struct topo_config cluster;
+	struct par_model model;
+	struct par_training training;
+	struct par_layout parallel;
+	struct par_compute compute;
+	struct scn_sim sim;
+	char path[1024];          /* the scenario file ("" for none)          */
+	char datadir[1024];       /* where calibration tables are found       */
+};
+
+/* Longest error message. */
+#define SCN_ERRLEN 1024
+
+/*
+ * Load path (NULL: defaults only) and apply sets[i] ("section.key=value")
+ * in order, then validate. Presets named by cluster.preset and model.preset
+ * are read first, so the file and --set override them. 0, or -1 with err.
+ */
+int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+	     char *err, size_t errlen);
+
+/* Set one key from text, as --set does (no validation across keys). */
+int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t errlen);
+
+/* Cross-key checks (layout, batch, GPU count). 0, or -1 with err. */
+int scn_validate(const struct scn *s, char *err, size_t errlen);
+
+/* GPUs the layout uses: tp * cp * pp * dp. */
+uint32_t scn_gpus(const struct scn *s);
+
+/* The effective configuration: every key and its value, as one JSON object. */
+char *scn_json(const struct scn *s);
+
+/* docs/scenario.md: every key with its kind, unit, default and meaning. */
+void scn_keys_markdown(FILE *out);
+
+/*
+ * Find a preset file "KIND/NAME.yaml" (KIND: clusters or models): next to
+ * the scenario (its folder and its folder's KIND/), then the installed data
+ * directory, then the source tree's scenarios/. Writes the path found; 0 or
+ * -1 with err listing where it looked.
+ */
+int scn_find_preset(const char *scenario_path, const char *kind, const char *name,
+		    char *out, size_t outlen, char *err, size_t errlen);
+
+/* The data directory (installed, or the source tree's scenarios/). */
+const char *scn_datadir(void);
+
+/* Load the cluster preset NAME (scenarios/clusters/NAME.yaml). 0 or -1 with err. */
+int scn_cluster_preset(struct topo_config *c, const char *name, char *err, size_t errlen);
+
+/* Names of the presets of a kind ("clusters", "models") in the data
+ * directory, sorted; the caller frees each and the array. */
+int scn_preset_names(const char *kind, char ***names, size_t *n);
+
+#endif

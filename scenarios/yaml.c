@@ -1,0 +1,175 @@
+/*
+ * yaml.c - read a YAML file with libyaml into a flat list of dotted keys and
+ * scalar values, each with its line, so that every later error can name the
+ * line. Scenarios are nested mappings of scalars; lists, aliases and
+ * non-scalar keys are refused with the line where they appear.
+ */
+#include "scenarios/scn-int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define MAX_DEPTH 8
+
+struct reader {
+	const char *path;
+	char *path_keys[MAX_DEPTH];  /* the mapping keys above the current one */
+	int depth;                   /* mappings open                           */
+	char *key;                   /* a key waiting for its value, or NULL    */
+	struct scn_kvs *out;
+	char *err;
+	size_t errlen;
+};
+
+static int rfail(struct reader *r, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int rfail(struct reader *r, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(r->err, r->errlen, "%s:%d: ", r->path, line);
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < r->errlen)
+		vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* The dotted key of the waiting key at the current depth. */
+static char *dotted(const struct reader *r)
+{
+	size_t n = strlen(r->key) + 1;
+	for (int i = 1; i < r->depth; i++)
+		n += strlen(r->path_keys[i]) + 1;
+	char *s = xmalloc(n);
+	s[0] = 0;
+	for (int i = 1; i < r->depth; i++) {
+		strcat(s, r->path_keys[i]);
+		strcat(s, ".");
+	}
+	strcat(s, r->key);
+	return s;
+}
+
+static int add_value(struct reader *r, const char *value, int line)
+{
+	char *key = dotted(r);
+	for (size_t i = 0; i < r->out->n; i++)
+		if (!strcmp(r->out->v[i].key, key)) {
+			int first = r->out->v[i].line;
+			free(key);
+			return rfail(r, line, "%s is given twice (first on line %d)",
+				     r->out->v[i].key, first);
+		}
+	if (r->out->n == r->out->cap) {
+		r->out->cap = r->out->cap ? 2 * r->out->cap : 32;
+		r->out->v = xreallocarray(r->out->v, r->out->cap, sizeof(*r->out->v));
+	}
+	r->out->v[r->out->n++] = (struct scn_kv){ key, xstrdup(value), line };
+	free(r->key);
+	r->key = NULL;
+	return 0;
+}
+
+/* Handle one event; returns 1 at the end of the document, 0 to go on, -1. */
+static int on_event(struct reader *r, const yaml_event_t *e)
+{
+	int line = (int)e->start_mark.line + 1;
+	switch (e->type) {
+	case YAML_STREAM_START_EVENT:
+	case YAML_DOCUMENT_START_EVENT:
+		return 0;
+	case YAML_DOCUMENT_END_EVENT:
+	case YAML_STREAM_END_EVENT:
+		return 1;
+	case YAML_MAPPING_START_EVENT:
+		if (r->depth > 0 && !r->key)
+			return rfail(r, line, "a key must be a plain name, not a mapping");
+		if (r->depth == MAX_DEPTH)
+			return rfail(r, line, "mappings nested too deep");
+		r->path_keys[r->depth++] = r->key ? r->key : xstrdup("");
+		r->key = NULL;
+		return 0;
+	case YAML_MAPPING_END_EVENT:
+		free(r->path_keys[--r->depth]);
+		return 0;
+	case YAML_SCALAR_EVENT: {
+		const char *v = (const char *)e->data.scalar.value;
+		if (r->depth == 0)
+			return rfail(r, line, "expected a mapping of sections (cluster, model, "
+				     "training, parallel, compute, sim), got a plain value");
+		if (!r->key) {
+			if (!*v)
+				return rfail(r, line, "empty key");
+			r->key = xstrdup(v);
+			return 0;
+		}
+		if (!*v && e->data.scalar.plain_implicit) {
+			char *k = dotted(r);
+			rfail(r, line, "%s: expected a value", k);
+			free(k);
+			return -1;
+		}
+		return add_value(r, v, line);
+	}
+	case YAML_SEQUENCE_START_EVENT:
+		return rfail(r, line, "%s%s: expected a value or a mapping, got a list",
+			     r->key ? "" : "", r->key ? r->key : "(top level)");
+	case YAML_ALIAS_EVENT:
+		return rfail(r, line, "aliases (*name) are not supported in scenarios");
+	default:
+		return rfail(r, line, "unexpected YAML element");
+	}
+}
+
+int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		return -1;
+	}
+	yaml_parser_t p;
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_file(&p, f);
+	struct reader r = { .path = path, .out = out, .err = err, .errlen = errlen };
+	int rc = 0, docs = 0;
+	while (rc == 0) {
+		yaml_event_t e;
+		if (!yaml_parser_parse(&p, &e)) {
+			rc = rfail(&r, (int)p.problem_mark.line + 1, "YAML syntax: %s%s%s",
+				   p.problem ? p.problem : "error", p.context ? " " : "",
+				   p.context ? p.context : "");
+			break;
+		}
+		if (e.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
+			rc = rfail(&r, (int)e.start_mark.line + 1, "expected one YAML document");
+		else
+			rc = on_event(&r, &e);
+		int end = e.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&e);
+		if (end)
+			break;
+		if (rc == 1)
+			rc = 0;
+	}
+	while (r.depth > 0)
+		free(r.path_keys[--r.depth]);
+	free(r.key);
+	yaml_parser_delete(&p);
+	fclose(f);
+	return rc < 0 ? -1 : 0;
+}
+
+void scn_kvs_free(struct scn_kvs *kvs)
+{
+	for (size_t i = 0; i < kvs->n; i++) {
+		free(kvs->v[i].key);
+		free(kvs->v[i].value);
+	}
+	free(kvs->v);
+	*kvs = (struct scn_kvs){ 0 };
+}

@@ -1,0 +1,284 @@
+/*
+ * cmd_run.c - `clustersim run SCENARIO`: load and validate a scenario,
+ * check that the layout fits in memory, simulate the training step(s),
+ * store the timeline and print the report (text or JSON).
+ *
+ * Nothing is written to the database before the scenario is valid and the
+ * layout fits; a run that fails is marked failed and its rows removed.
+ */
+#include "tools/cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collectives/coll.h"
+#include "parallel/compute.h"
+#include "parallel/model.h"
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+#include "sim/store.h"
+
+static const struct cli_opt run_opts[] = {
+	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL,
+	  "override a scenario key, with units (repeatable; docs/scenario.md lists them)" },
+	{ "db", 0, CLI_STR, "FILE", NULL, "store the run, its timeline, memory and report in SQLite" },
+	{ "fidelity", 0, CLI_STR, "F", "sim.fidelity",
+	  "flow (transfers on links, contention) or analytic (closed forms)" },
+	{ "record", 0, CLI_STR, "MODE", "sim.record",
+	  "timelines stored with --db: all, sample (first and last rank) or none" },
+	{ "json", 0, CLI_FLAG, NULL, NULL, "print the report as one JSON object" },
+	{ 0 },
+};
+
+/* Record only some ranks (sample) into the store. */
+struct rec_filter {
+	struct sim_store *st;
+	uint32_t last;
+	int sample;
+};
+
+static int rec_keep(const struct rec_filter *f, uint32_t rank)
+{
+	return !f->sample || rank == 0 || rank == f->last;
+}
+
+static void rec_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
+{
+	struct rec_filter *f = ctx;
+	if (rec_keep(f, rank))
+		sim_store_recorder.op_done(f->st, rank, op, s, e);
+}
+
+static void rec_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
+{
+	struct rec_filter *f = ctx;
+	if (rec_keep(f, rank))
+		sim_store_recorder.mem(f->st, rank, t, cat, bytes);
+}
+
+static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem = rec_mem };
+
+/* The scenario with --fidelity and --record folded in as the last --set. */
+static int load(struct cli_args *a, struct scn *s)
+{
+	int i = 0;
+	while (strcmp(a->cmd->opts[i].name, "set"))
+		i++;
+	size_t n = (size_t)a->nlist[i];
+	const char **sets = xcalloc(n + 2, sizeof(char *));
+	char fid[64], rec[64];
+	for (size_t k = 0; k < n; k++)
+		sets[k] = a->list[i][k];
+	if (cli_has(a, "fidelity")) {
+		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
+		sets[n++] = fid;
+	}
+	if (cli_has(a, "record")) {
+		snprintf(rec, sizeof(rec), "sim.record=%s", cli_str(a, "record", ""));
+		sets[n++] = rec;
+	}
+	char err[SCN_ERRLEN];
+	int rc = scn_load(s, a->pos[0], sets, n, err, sizeof(err));
+	free(sets);
+	return rc < 0 ? cli_error(a, CLI_BADINPUT, "%s", err) : CLI_OK;
+}
+
+static void print_bytes(const char *label, double v)
+{
+	printf("%s %.2f GB", label, v / 1e9);
+}
+
+static void print_text(const struct scn *s, const struct par_report *r)
+{
+	const struct par_model *m = &s->model;
+	printf("clustersim run: %s\n", s->path);
+	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", m->preset,
+	       m->preset[0] ? ": " : "", r->params / 1e9, m->layers, m->hidden);
+	printf("  cluster     %u x %s (%s), %s fidelity\n", r->gpus, s->cluster.gpu,
+	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity));
+	printf("  layout      dp %u, tp %u, pp %u, cp %u; %u micro-batches of %u x %u tokens "
+	       "per replica\n", r->dp, s->parallel.tp, s->parallel.pp, s->parallel.cp,
+	       r->micro_batches, s->training.micro_batch, s->training.seq);
+	const struct par_memory *mem = &r->memory;
+	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s\n             ", mem->peak / 1e9,
+	       mem->capacity / 1e9, mem->fits ? "fits" : "OUT OF MEMORY");
+	for (int c = 0; c < PAR_MEM_NCATS; c++) {
+		char label[32];
+		snprintf(label, sizeof(label), "%s%s", c ? "," : "", par_mem_name(c));
+		print_bytes(label, mem->bytes[c]);
+	}
+	printf("\n");
+	if (!mem->fits)
+		return;
+	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
+	       r->tokens_per_s, r->mfu, r->hfu);
+	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
+	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
+	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
+}
+
+static void print_json(const struct par_report *r, double wall_s)
+{
+	const struct par_memory *m = &r->memory;
+	printf("{");
+	if (m->fits)
+		printf("\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g,\"hfu\":%.6g,",
+		       r->step_time_s, r->tokens_per_s, r->mfu, r->hfu);
+	else
+		printf("\"step_time_s\":null,\"tokens_per_s\":null,\"mfu\":null,\"hfu\":null,");
+	printf("\"memory\":{");
+	for (int c = 0; c < PAR_MEM_NCATS; c++)
+		printf("\"%s\":%.17g,", par_mem_name(c), m->bytes[c]);
+	printf("\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s},", m->peak, m->capacity,
+	       m->fits ? "true" : "false");
+	if (m->fits)
+		printf("\"breakdown\":{\"compute_s\":%.9g,\"exposed_comm_s\":%.9g,\"bubble_s\":%.9g,"
+		       "\"idle_s\":%.9g},\"critical_rank\":%u,\"events\":%llu,",
+		       r->breakdown.compute_s, r->breakdown.exposed_comm_s, r->breakdown.bubble_s,
+		       r->breakdown.idle_s, r->critical_rank, (unsigned long long)r->events);
+	printf("\"gpus\":%u,\"dp\":%u,\"micro_batches\":%u,\"params\":%.17g,"
+	       "\"flops_per_token\":%.17g,\"wall_s\":%.6f}\n", r->gpus, r->dp, r->micro_batches,
+	       r->params, r->flops_per_token, wall_s);
+}
+
+/* The report's figures as metrics rows. */
+static void store_metrics(struct sim_store *st, const struct par_report *r)
+{
+	const struct { const char *name; double v; } m[] = {
+		{ "step_time_s", r->step_time_s }, { "tokens_per_s", r->tokens_per_s },
+		{ "mfu", r->mfu }, { "hfu", r->hfu }, { "gpus", r->gpus }, { "dp", r->dp },
+		{ "micro_batches", r->micro_batches }, { "params", r->params },
+		{ "flops_per_token", r->flops_per_token },
+		{ "compute_s", r->breakdown.compute_s },
+		{ "exposed_comm_s", r->breakdown.exposed_comm_s },
+		{ "bubble_s", r->breakdown.bubble_s }, { "idle_s", r->breakdown.idle_s },
+		{ "critical_rank", r->critical_rank }, { "memory.peak", r->memory.peak },
+		{ "memory.capacity", r->memory.capacity }, { "memory.fits", r->memory.fits },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
+		sim_store_metric(st, m[i].name, m[i].v);
+	for (int c = 0; c < PAR_MEM_NCATS; c++) {
+		char name[48];
+		snprintf(name, sizeof(name), "memory.%s", par_mem_name(c));
+		sim_store_metric(st, name, r->memory.bytes[c]);
+	}
+}
+
+/* Open the database and start the run; NULL (message printed) on failure. */
+static struct sim_store *store_begin(struct cli_args *a, const struct scn *s,
+				     const struct par_report *plan)
+{
+	char err[512];
+	struct sim_store *st = sim_store_open(cli_str(a, "db", ""), err, sizeof(err));
+	if (!st) {
+		cli_error(a, CLI_BADINPUT, "option --db: %s", err);
+		return NULL;
+	}
+	char *cfg = scn_json(s);
+	int64_t id = sim_store_run_begin(st, a->line, cfg, sim_fidelity_name(s->sim.fidelity),
+					 plan->gpus);
+	free(cfg);
+	if (id < 0) {
+		cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
+		sim_store_close(st);
+		return NULL;
+	}
+	static const char *const names[PAR_MEM_NCATS] = {
+		"weights", "grads", "optimizer", "activations", "logits", "buffers",
+	};
+	sim_store_mem_names(st, names, PAR_MEM_NCATS);
+	return st;
+}
+
+static int run_run(struct cli_args *a)
+{
+	if (a->npos != 1)
+		return cli_error(a, CLI_BADINPUT, "expected one scenario file (clustersim run "
+				 "SCENARIO.yaml)");
+	struct scn s;
+	int rc = load(a, &s);
+	if (rc)
+		return rc;
+	char err[1024];
+	const struct topo_gpu *gpu = topo_gpu_find(s.cluster.gpu);
+	struct par_compute_model *cm = par_compute_model_new(&s.compute, gpu,
+							     s.training.precision, s.datadir,
+							     err, sizeof(err));
+	if (!cm)
+		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", s.path, err);
+	struct par_train t = {
+		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
+		.cluster = &s.cluster, .steps = s.sim.steps,
+	};
+	sim_config_init(&t.sim);
+	t.sim.fidelity = s.sim.fidelity;
+	t.sim.chunk_bytes = s.sim.chunk_bytes;
+	t.sim.algos = coll_algos;
+	struct par_report r;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (par_train_plan(&t, &r, err, sizeof(err)) < 0) {
+		par_compute_model_free(cm);
+		return cli_error(a, CLI_BADINPUT, "%s: %s", s.path, err);
+	}
+	struct sim_store *st = NULL;
+	struct rec_filter filter = { .last = r.gpus - 1, .sample = s.sim.record == SCN_RECORD_SAMPLE };
+	if (r.memory.fits && cli_has(a, "db")) {
+		if (!(st = store_begin(a, &s, &r))) {
+			par_compute_model_free(cm);
+			return CLI_BADINPUT;
+		}
+		filter.st = st;
+		if (s.sim.record != SCN_RECORD_NONE)
+			t.rec = &rec_filter_ops, t.rec_ctx = &filter;
+	}
+	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
+		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
+		if (st)
+			sim_store_run_fail(st, err);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	if (!rc && st) {
+		store_metrics(st, &r);
+		if (sim_store_run_end(st, r.sim_end_ps, r.events, wall) < 0)
+			rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
+	}
+	if (!rc) {
+		if (cli_has(a, "json"))
+			print_json(&r, wall);
+		else
+			print_text(&s, &r);
+		if (!r.memory.fits) {
+			fprintf(stderr, "clustersim run: %s: out of memory: the busiest GPU needs "
+				"%.2f GB, it has %.2f GB\n", s.path, r.memory.peak / 1e9,
+				r.memory.capacity / 1e9);
+			rc = CLI_NOFIT;
+		}
+	}
+	sim_store_close(st);
+	par_compute_model_free(cm);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_run = {
+	.name = "run",
+	.usage = "SCENARIO.yaml [--set KEY=VALUE]... [--db FILE] [--fidelity F] [--record MODE] "
+		 "[--json]",
+	.summary = "Simulate a training step of a scenario and report time, MFU and memory.",
+	.description =
+		"Loads the scenario (docs/scenario.md), applies --set overrides, checks the\n"
+		"layout and whether it fits in GPU memory, then simulates sim.steps steps and\n"
+		"prints the step time, tokens/s, MFU and HFU (SPEC C15), the peak memory of the\n"
+		"busiest GPU with its breakdown, and where the critical rank's time went.\n"
+		"A layout that does not fit is reported with its memory breakdown and exit\n"
+		"code 3, without running. --json prints one object with the keys step_time_s,\n"
+		"tokens_per_s, mfu, hfu, memory {weights, grads, optimizer, activations,\n"
+		"logits, buffers, peak, capacity, fits}, breakdown {compute_s, exposed_comm_s,\n"
+		"bubble_s, idle_s} (bytes, seconds and fractions) and wall_s, the simulator's\n"
+		"own run time (the only key that differs between identical runs).",
+	.opts = run_opts,
+	.run = run_run,
+};
