@@ -385,6 +385,8 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 		snprintf(err, errlen, "%s", sim_error(sim));
 	else
 		report_run(t, sim, end - t0, out);
+	if (rc == 0 && t->finish)
+		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
 	sim_program_free(prog);
 	sim_free(sim);
 	topo_free(topo);

@@ -41,6 +41,9 @@ struct par_train {
 	uint32_t steps;                   /* steps to simulate (>= 1)        */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
+	/* Called once the steps have run, before the sim is freed (to store
+	 * ranks and link totals); may be NULL. Returns 0 or -1 with err. */
+	int (*finish)(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen);
 };
 
 struct par_memory {

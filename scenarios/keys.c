@@ -6,6 +6,7 @@
  */
 #include "scenarios/scenario.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -162,8 +163,8 @@ static const struct key keys[] = {
 	{ "sim.seed", KT_SEED, OFF(sim.seed), 0, 0, "1", NULL, "seed of every random draw" },
 	{ "sim.record", KT_ENUM, OFF(sim.record), 0, 0, "all", records,
 	  "which timelines are stored: all, sample or none" },
-	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 1, 1e12, "512KiB", NULL,
-	  "messages move in chunks of this size (NCCL Simple: 512 KiB)" },
+	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
+	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };
 
 static const char *const kt_value[] = {
@@ -199,7 +200,9 @@ static int parse_whole(const struct key *k, const char *v, unsigned long long *o
 	char *end;
 	errno = 0;
 	unsigned long long n = strtoull(v, &end, 10);
-	if (end == v || *end || errno || v[0] == '-' || (k->max > 0 && (n < k->min || n > k->max)))
+	/* strtoull takes blanks and a minus sign; a count starts with a digit */
+	if (!isdigit((unsigned char)v[0]) || end == v || *end || errno ||
+	    (k->max > 0 && (n < k->min || n > k->max)))
 		return k->max > 0 ? fail(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
 					 "got '%s'", k->name, k->min, k->max, v)
 				  : fail(err, errlen, "%s: expected a whole number, got '%s'",
@@ -455,7 +458,7 @@ static void json_value(const struct scn *s, const struct key *k, char *buf, size
 
 char *scn_json(const struct scn *s)
 {
-	char cluster[2048];
+	char cluster[4096];
 	topo_config_json(&s->cluster, cluster, sizeof(cluster));
 	size_t cap = 8192, n = 0;
 	char *out = xmalloc(cap);

@@ -57,7 +57,8 @@ int scn_find_preset(const char *scenario_path, const char *kind, const char *nam
 		    char *out, size_t outlen, char *err, size_t errlen)
 {
 	if (!name_ok(name))
-		return fail(err, errlen, "'%s' is not a preset name", name);
+		return fail(err, errlen, "expected a preset name (letters, digits, '.', '_' and "
+			    "'-'), got '%s'", name);
 	char dir[1024] = ".", tried[1024] = "";
 	if (scenario_path && *scenario_path) {
 		char tmp[1024];
@@ -66,6 +67,8 @@ int scn_find_preset(const char *scenario_path, const char *kind, const char *nam
 	}
 	const char *const places[] = { dir, scn_datadir() };
 	for (size_t i = 0; i < ARRAY_SIZE(places); i++) {
+		if (i && !strcmp(places[i], places[0]))
+			continue;
 		snprintf(out, outlen, "%s/%s/%s.yaml", places[i], kind, name);
 		if (access(out, R_OK) == 0)
 			return 0;
@@ -121,19 +124,44 @@ int scn_cluster_preset(struct topo_config *c, const char *name, char *err, size_
 	return 0;
 }
 
+/* Where a preset was named, for messages: "file:line: key" or "--set k=v". */
+struct where {
+	char text[1200];
+};
+
 /* The value a key gets last: from --set if given there, else from the file. */
 static const char *last_value(const struct scn_kvs *kv, const char *const *sets, size_t nsets,
-			      const char *key)
+			      const char *key, const char *path, struct where *w)
 {
 	const char *v = NULL;
 	for (size_t i = 0; i < kv->n; i++)
-		if (!strcmp(kv->v[i].key, key))
+		if (!strcmp(kv->v[i].key, key)) {
 			v = kv->v[i].value;
+			snprintf(w->text, sizeof(w->text), "%s:%d: %s", path, kv->v[i].line, key);
+		}
 	size_t n = strlen(key);
 	for (size_t i = 0; i < nsets; i++)
-		if (!strncmp(sets[i], key, n) && sets[i][n] == '=')
+		if (!strncmp(sets[i], key, n) && sets[i][n] == '=') {
 			v = sets[i] + n + 1;
+			snprintf(w->text, sizeof(w->text), "--set %s: %s", sets[i], key);
+		}
 	return v;
+}
+
+/* Read the preset a scenario names; errors say where it was named. */
+static int use_preset(struct scn *s, const char *path, const char *kind, const char *section,
+		      const char *name, const struct where *w, char *err, size_t errlen)
+{
+	char why[SCN_ERRLEN];
+	char *dst = !strcmp(kind, "clusters") ? s->cluster.preset : s->model.preset;
+	size_t cap = !strcmp(kind, "clusters") ? sizeof(s->cluster.preset) : sizeof(s->model.preset);
+	if (strlen(name) >= cap)
+		return fail(err, errlen, "%s: a preset name has at most %zu characters, got '%s'",
+			    w->text, cap - 1, name);
+	if (load_preset(s, path, kind, section, name, why, sizeof(why)) < 0)
+		return fail(err, errlen, "%s: %s", w->text, why);
+	snprintf(dst, cap, "%s", name);
+	return 0;
 }
 
 static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char *err,
@@ -174,21 +202,22 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 	scn_defaults(s);
 	snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
 	snprintf(s->datadir, sizeof(s->datadir), "%s", scn_datadir());
-	if (path && scn_yaml_read(path, &kv, err, errlen) < 0)
+	if (path && scn_yaml_read(path, &kv, err, errlen) < 0) {
+		scn_kvs_free(&kv);
 		return -1;
+	}
 	const char *label = path ? path : "--set";
 	int rc = 0;
-	const char *cp = last_value(&kv, sets, nsets, "cluster.preset");
-	const char *mp = last_value(&kv, sets, nsets, "model.preset");
+	struct where cw, mw;
+	const char *cp = last_value(&kv, sets, nsets, "cluster.preset", path, &cw);
+	const char *mp = last_value(&kv, sets, nsets, "model.preset", path, &mw);
 	if (!cp)
 		rc = fail(err, errlen, "%s: cluster.preset: required (a file of scenarios/clusters/, "
 			  "see clustersim presets)", label);
 	if (!rc)
-		rc = load_preset(s, path, "clusters", "cluster.", cp, err, errlen);
-	if (!rc)
-		snprintf(s->cluster.preset, sizeof(s->cluster.preset), "%s", cp);
-	if (!rc && mp && (rc = scn_set(s, "model.preset", mp, err, errlen)) == 0)
-		rc = load_preset(s, path, "models", "model.", mp, err, errlen);
+		rc = use_preset(s, path, "clusters", "cluster.", cp, &cw, err, errlen);
+	if (!rc && mp)
+		rc = use_preset(s, path, "models", "model.", mp, &mw, err, errlen);
 	if (!rc)
 		rc = apply_kvs(s, label, &kv, NULL, 1, err, errlen);
 	if (!rc)
@@ -200,6 +229,8 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 	char why[SCN_ERRLEN];
 	if (scn_check_required(s, why, sizeof(why)) < 0 || scn_validate(s, why, sizeof(why)) < 0)
 		return fail(err, errlen, "%s: %s", label, why);
+	/* The effective configuration names the dp that auto chose. */
+	s->parallel.dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
 	return 0;
 }
 
@@ -214,8 +245,8 @@ static uint32_t cluster_gpus(const struct scn *s)
 uint32_t scn_gpus(const struct scn *s)
 {
 	const struct par_layout *p = &s->parallel;
-	uint32_t mp = p->tp * p->cp * p->pp;
-	return mp * (p->dp ? p->dp : cluster_gpus(s) / mp);
+	uint64_t mp = (uint64_t)p->tp * p->cp * p->pp;
+	return (uint32_t)(mp * (p->dp ? p->dp : cluster_gpus(s) / mp));
 }
 
 static int check_model(const struct scn *s, char *err, size_t errlen)
@@ -240,7 +271,7 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 {
 	const struct par_layout *p = &s->parallel;
 	const struct par_model *m = &s->model;
-	uint32_t have = cluster_gpus(s), mp = p->tp * p->cp * p->pp;
+	uint64_t have = cluster_gpus(s), mp = (uint64_t)p->tp * p->cp * p->pp;
 	if (m->heads % p->tp)
 		return fail(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
 			    m->heads);
@@ -250,16 +281,21 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 	if (s->cluster.kind != TOPO_IDEAL && p->tp > s->cluster.gpus_per_node)
 		return fail(err, errlen, "parallel.tp: %u is more than the %u GPUs of one NVLink "
 			    "domain (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
-	if (!p->dp && have % mp)
-		return fail(err, errlen, "parallel.dp: auto needs tp x cp x pp (%u) to divide the "
-			    "cluster's %u GPUs", mp, have);
-	uint32_t dp = p->dp ? p->dp : have / mp;
-	if ((uint64_t)dp * mp != have)
-		return fail(err, errlen, "parallel: dp x tp x pp x cp = %u x %u x %u x %u = %llu, "
-			    "expected the cluster's %u GPUs (cluster.nodes x cluster.gpus_per_node)",
-			    dp, p->tp, p->pp, p->cp, (unsigned long long)dp * mp, have);
 	if (have > TOPO_MAX_RANKS)
-		return fail(err, errlen, "cluster: %u GPUs, at most %u", have, TOPO_MAX_RANKS);
+		return fail(err, errlen, "cluster: %llu GPUs, at most %u",
+			    (unsigned long long)have, TOPO_MAX_RANKS);
+	if (!p->dp && (mp > have || have % mp))
+		return fail(err, errlen, "parallel.dp: auto needs tp x cp x pp (%llu) to divide the "
+			    "cluster's %llu GPUs", (unsigned long long)mp, (unsigned long long)have);
+	uint64_t dp = p->dp ? p->dp : have / mp;
+	if (dp * mp != have)
+		return fail(err, errlen, "parallel: dp x tp x pp x cp = %llu x %u x %u x %u = %llu, "
+			    "expected the cluster's %llu GPUs (cluster.nodes x "
+			    "cluster.gpus_per_node)", (unsigned long long)dp, p->tp, p->pp, p->cp,
+			    (unsigned long long)(dp * mp), (unsigned long long)have);
+	if (p->vpp > 1 && (p->pp < 2 || p->schedule != PAR_SCHED_INTERLEAVED))
+		return fail(err, errlen, "parallel.vpp: %u model chunks per stage need "
+			    "parallel.pp >= 2 and parallel.schedule: interleaved", p->vpp);
 	if (p->pp > m->layers)
 		return fail(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
 	if (s->training.seq % p->cp)
@@ -269,8 +305,8 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 		return fail(err, errlen, "parallel.ep: %u does not divide model.moe.experts (%u)",
 			    p->ep, m->moe.experts);
 	if ((dp * p->cp) % p->ep)
-		return fail(err, errlen, "parallel.ep: %u does not divide dp x cp (%u)", p->ep,
-			    dp * p->cp);
+		return fail(err, errlen, "parallel.ep: %u does not divide dp x cp (%llu)", p->ep,
+			    (unsigned long long)(dp * p->cp));
 	return 0;
 }
 

@@ -70,9 +70,9 @@ char *scn_json(const struct scn *s);
 void scn_keys_markdown(FILE *out);
 
 /*
- * Find a preset file "KIND/NAME.yaml" (KIND: clusters or models): next to
- * the scenario (its folder and its folder's KIND/), then the installed data
- * directory, then the source tree's scenarios/. Writes the path found; 0 or
+ * Find a preset file "KIND/NAME.yaml" (KIND: clusters or models): in the
+ * scenario's folder's KIND/, then in the data directory's KIND/ (the
+ * installed one, or the source tree's scenarios/ when not installed). Writes the path found; 0 or
  * -1 with err listing where it looked.
  */
 int scn_find_preset(const char *scenario_path, const char *kind, const char *name,

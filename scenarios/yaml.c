@@ -20,7 +20,9 @@ struct reader {
 	char *path_keys[MAX_DEPTH];  /* the mapping keys above the current one */
 	int depth;                   /* mappings open                           */
 	char *key;                   /* a key waiting for its value, or NULL    */
+	int key_line;                /* where that key is                       */
 	struct scn_kvs *out;
+	struct scn_kvs sections;      /* mappings opened so far, to refuse twins */
 	char *err;
 	size_t errlen;
 };
@@ -52,6 +54,25 @@ static char *dotted(const struct reader *r)
 	}
 	strcat(s, r->key);
 	return s;
+}
+
+/* A mapping key (a section) may appear once: YAML keys are unique. */
+static int section_seen(struct reader *r, int line)
+{
+	char *key = dotted(r);
+	for (size_t i = 0; i < r->sections.n; i++)
+		if (!strcmp(r->sections.v[i].key, key)) {
+			int first = r->sections.v[i].line;
+			rfail(r, line, "%s is given twice (first on line %d)", key, first);
+			free(key);
+			return -1;
+		}
+	if (r->sections.n == r->sections.cap) {
+		r->sections.cap = r->sections.cap ? 2 * r->sections.cap : 8;
+		r->sections.v = xreallocarray(r->sections.v, r->sections.cap, sizeof(*r->sections.v));
+	}
+	r->sections.v[r->sections.n++] = (struct scn_kv){ key, xstrdup(""), line };
+	return 0;
 }
 
 static int add_value(struct reader *r, const char *value, int line)
@@ -90,6 +111,8 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 			return rfail(r, line, "a key must be a plain name, not a mapping");
 		if (r->depth == MAX_DEPTH)
 			return rfail(r, line, "mappings nested too deep");
+		if (r->key && section_seen(r, r->key_line) < 0)
+			return -1;
 		r->path_keys[r->depth++] = r->key ? r->key : xstrdup("");
 		r->key = NULL;
 		return 0;
@@ -105,6 +128,7 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 			if (!*v)
 				return rfail(r, line, "empty key");
 			r->key = xstrdup(v);
+			r->key_line = line;
 			return 0;
 		}
 		if (!*v && e->data.scalar.plain_implicit) {
@@ -115,9 +139,14 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 		}
 		return add_value(r, v, line);
 	}
-	case YAML_SEQUENCE_START_EVENT:
-		return rfail(r, line, "%s%s: expected a value or a mapping, got a list",
-			     r->key ? "" : "", r->key ? r->key : "(top level)");
+	case YAML_SEQUENCE_START_EVENT: {
+		if (!r->key)
+			return rfail(r, line, "expected a mapping of sections, got a list");
+		char *k = dotted(r);
+		rfail(r, line, "%s: expected a value or a mapping, got a list", k);
+		free(k);
+		return -1;
+	}
 	case YAML_ALIAS_EVENT:
 		return rfail(r, line, "aliases (*name) are not supported in scenarios");
 	default:
@@ -159,6 +188,7 @@ int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errle
 	while (r.depth > 0)
 		free(r.path_keys[--r.depth]);
 	free(r.key);
+	scn_kvs_free(&r.sections);
 	yaml_parser_delete(&p);
 	fclose(f);
 	return rc < 0 ? -1 : 0;

@@ -58,14 +58,12 @@ char *xstrdup(const char *s)
 char *xasprintf(const char *fmt, ...)
 {
 	va_list ap;
+	char *s;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
-	BUG_ON(n < 0);
-	char *s = xmalloc((size_t)n + 1);
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	if (n < 0)
+		oom(strlen(fmt));
 	return s;
 }
 

@@ -210,7 +210,7 @@ static int check_job(struct cli_args *a, struct coll_job *job, struct coll_bench
 
 static char *config_json(const struct coll_job *job, int algo)
 {
-	char cluster[1024];
+	char cluster[4096];
 	topo_config_json(&job->bench.cluster, cluster, sizeof(cluster));
 	const struct sim_coll_algo *al = job->algos[algo];
 	return xasprintf("{\"command\":\"collective\",\"op\":\"%s\",\"algo\":\"%s\","

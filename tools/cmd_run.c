@@ -60,6 +60,20 @@ static void rec_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double byt
 
 static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem = rec_mem };
 
+/* After the run: every rank's placement and every link's totals. */
+static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen)
+{
+	struct rec_filter *f = ctx;
+	for (uint32_t r = 0; r < sim_nranks(sim); r++)
+		if (sim_store_rank(f->st, r, topo_node_of(topo, r), topo_local_of(topo, r)) < 0)
+			break;
+	if (sim_store_links(f->st, sim, topo_sim_ops(), topo) < 0) {
+		snprintf(err, errlen, "--db: %s", sim_store_error(f->st));
+		return -1;
+	}
+	return 0;
+}
+
 /* The scenario with --fidelity and --record folded in as the last --set. */
 static int load(struct cli_args *a, struct scn *s)
 {
@@ -231,8 +245,10 @@ static int run_run(struct cli_args *a)
 			return CLI_BADINPUT;
 		}
 		filter.st = st;
+		t.rec_ctx = &filter;
+		t.finish = rec_finish;
 		if (s.sim.record != SCN_RECORD_NONE)
-			t.rec = &rec_filter_ops, t.rec_ctx = &filter;
+			t.rec = &rec_filter_ops;
 	}
 	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);

@@ -194,9 +194,25 @@ int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* Text as a JSON string body: quotes and backslashes escaped, controls dropped. */
+static void json_text(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+	for (; *s && n + 3 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			out[n++] = '\\';
+		if ((unsigned char)*s >= 0x20)
+			out[n++] = *s;
+	}
+	out[n] = 0;
+}
+
 void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 {
-	snprintf(buf, len,
+	char desc[300], src[1100];
+	json_text(c->description, desc, sizeof(desc));
+	json_text(c->source, src, sizeof(src));
+	int n = snprintf(buf, len,
 		 "{\"preset\":\"%s\",\"topology\":\"%s\",\"gpu\":\"%s\",\"nodes\":%u,\"gpus_per_node\":%u,"
 		 "\"nvlink\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g},"
 		 "\"network\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g,\"nics_per_node\":%u,"
@@ -205,4 +221,7 @@ void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 		 c->preset, c->kind == TOPO_IDEAL ? "ideal" : "fattree", c->gpu, c->nodes, c->gpus_per_node, c->nvlink_bw_Bps,
 		 c->nvlink_lat_s, c->net_bw_Bps, c->net_lat_s, c->nics_per_node, c->oversub,
 		 c->nodes_per_leaf, c->hop_lat_s, c->pcie_bw_Bps);
+	if (n > 1 && (size_t)n < len)  /* reopen the object for the text keys */
+		snprintf(buf + n - 1, len - (size_t)n + 1, ",\"description\":\"%s\",\"source\":\"%s\"}",
+			 desc, src);
 }
