@@ -128,22 +128,6 @@ struct par_compute_model {
 	double membound_default;  /* median fraction of the forward rows      */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Store the message in err; return -1 for `return fail(...)`. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* ---- CSV files ------------------------------------------------------------ */
 
 /* One CSV file in memory: the header's names and every row's cells. */
@@ -212,7 +196,7 @@ static void on_record(int c, void *data)
 		return;
 	}
 	if (r->nrec != sh->ncols) {
-		r->failed = fail(r->err, r->errlen, "%s:%zu: expected %zu fields as in the "
+		r->failed = sim_errf(r->err, r->errlen, "%s:%zu: expected %zu fields as in the "
 				 "header, got %zu", sh->path, r->rec_line, sh->ncols, r->nrec);
 		reader_drop_record(r);
 		return;
@@ -259,7 +243,7 @@ static int sheet_read(struct sheet *sh, const char *dir, const char *name,
 	sh->path = xasprintf("%s/%s", dir, name);
 	f = fopen(sh->path, "r");
 	if (!f)
-		return fail(err, errlen, "cannot open %s: %s", sh->path, strerror(errno));
+		return sim_errf(err, errlen, "cannot open %s: %s", sh->path, strerror(errno));
 	if (csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
 		BUG("csv_init failed");
 	while (!r.failed && (n = getline(&buf, &cap, f)) > 0) {
@@ -270,19 +254,19 @@ static int sheet_read(struct sheet *sh, const char *dir, const char *name,
 			skip = 3;
 		if (csv_parse(&cp, buf + skip, (size_t)n - skip, on_field, on_record, &r) !=
 		    (size_t)n - skip)
-			r.failed = fail(err, errlen, "%s:%zu: %s", sh->path, r.line,
+			r.failed = sim_errf(err, errlen, "%s:%zu: %s", sh->path, r.line,
 					csv_strerror(csv_error(&cp)));
 	}
 	if (!r.failed && ferror(f))
-		r.failed = fail(err, errlen, "%s: read error", sh->path);
+		r.failed = sim_errf(err, errlen, "%s: read error", sh->path);
 	if (!r.failed && csv_fini(&cp, on_field, on_record, &r) != 0)
-		r.failed = fail(err, errlen, "%s:%zu: %s", sh->path, r.line,
+		r.failed = sim_errf(err, errlen, "%s:%zu: %s", sh->path, r.line,
 				csv_strerror(csv_error(&cp)));
 	if (!r.failed && !sh->head)
-		r.failed = fail(err, errlen, "%s: empty file: expected a header line",
+		r.failed = sim_errf(err, errlen, "%s: empty file: expected a header line",
 				sh->path);
 	if (!r.failed && sh->nrows == 0)
-		r.failed = fail(err, errlen, "%s: no rows after the header", sh->path);
+		r.failed = sim_errf(err, errlen, "%s: no rows after the header", sh->path);
 	reader_drop_record(&r);
 	free(r.rec);
 	csv_free(&cp);
@@ -297,7 +281,7 @@ static int sheet_col(const struct sheet *sh, const char *name, char *err, size_t
 	for (size_t i = 0; i < sh->ncols; i++)
 		if (strcmp(sh->head[i], name) == 0)
 			return (int)i;
-	return fail(err, errlen, "%s:1: no column '%s' in the header", sh->path, name);
+	return sim_errf(err, errlen, "%s:1: no column '%s' in the header", sh->path, name);
 }
 
 static const char *sheet_cell(const struct sheet *sh, size_t row, int col)
@@ -314,10 +298,10 @@ static int sheet_pos(const struct sheet *sh, size_t row, int col, double *out,
 	double v = strtod(s, &end);
 
 	if (end == s || *end || !isfinite(v))
-		return fail(err, errlen, "%s:%zu: column '%s': expected a number, got '%s'",
+		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a number, got '%s'",
 			    sh->path, sh->line[row], sh->head[col], s);
 	if (v <= 0)
-		return fail(err, errlen, "%s:%zu: column '%s': expected a positive number, "
+		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a positive number, "
 			    "got '%s'", sh->path, sh->line[row], sh->head[col], s);
 	*out = v;
 	return 0;
@@ -339,7 +323,7 @@ static int check_eff(const struct sheet *sh, size_t row, double eff, const char 
 {
 	if (eff <= 1)
 		return 0;
-	return fail(err, errlen, "%s:%zu: %.4g times the %s's datasheet %s: the table "
+	return sim_errf(err, errlen, "%s:%zu: %.4g times the %s's datasheet %s: the table "
 		    "does not belong to this GPU", sh->path, sh->line[row], eff, gpu->name, what);
 }
 
@@ -547,7 +531,7 @@ static int load_attention(struct par_compute_model *cm, const struct sheet *sh,
 		const char *c = sheet_cell(sh, i, col[AT_CAUSAL]);
 
 		if (strcmp(c, "0") != 0 && strcmp(c, "1") != 0)
-			return fail(err, errlen, "%s:%zu: column 'causal': expected 0 or 1, got "
+			return sim_errf(err, errlen, "%s:%zu: column 'causal': expected 0 or 1, got "
 				    "'%s'", sh->path, sh->line[i], c);
 	}
 	for (size_t b = 0; b < ARRAY_SIZE(attn_backends) && !backend; b++)
@@ -555,7 +539,7 @@ static int load_attention(struct par_compute_model *cm, const struct sheet *sh,
 			if (strcmp(sheet_cell(sh, i, col[AT_BACKEND]), attn_backends[b]) == 0)
 				backend = attn_backends[b];
 	if (!backend)
-		return fail(err, errlen, "%s: no rows of backend cudnn or flash", sh->path);
+		return sim_errf(err, errlen, "%s: no rows of backend cudnn or flash", sh->path);
 	pf = xcalloc(sh->nrows, sizeof *pf);
 	pb = xcalloc(sh->nrows, sizeof *pb);
 	for (int causal = 0; causal < 2; causal++) {
@@ -649,7 +633,7 @@ static int load_membound(struct par_compute_model *cm, const struct sheet *sh,
 		size_t k;
 
 		if (pass < 0) {
-			fail(err, errlen, "%s:%zu: column 'pass': expected fwd, bwd or fwd+bwd, "
+			sim_errf(err, errlen, "%s:%zu: column 'pass': expected fwd, bwd or fwd+bwd, "
 			     "got '%s'", sh->path, sh->line[i], sheet_cell(sh, i, col[1]));
 			goto out;
 		}
@@ -666,7 +650,7 @@ static int load_membound(struct par_compute_model *cm, const struct sheet *sh,
 			fwd[nfwd++] = bytes / (ms * 1e-3 * tgpu->hbm_Bps);
 	}
 	if (nfwd == 0) {
-		fail(err, errlen, "%s: no fwd rows (the default for unlisted ops is their "
+		sim_errf(err, errlen, "%s: no fwd rows (the default for unlisted ops is their "
 		     "median)", sh->path);
 		goto out;
 	}
@@ -757,7 +741,7 @@ static int load_ceilings(struct par_compute_model *cm, const struct sheet *sh,
 			return -1;
 	}
 	if (best_bytes == 0)
-		return fail(err, errlen, "%s: no row with section 'bandwidth' and name "
+		return sim_errf(err, errlen, "%s: no row with section 'bandwidth' and name "
 			    "'d2d_copy' (the copy bandwidth)", sh->path);
 	return 0;
 }
@@ -774,12 +758,12 @@ static const struct topo_gpu *table_gpu(const char *table, const char *dir,
 		if (strcmp(calib_gpus[i].table, table) == 0)
 			g = topo_gpu_find(calib_gpus[i].gpu);
 	if (!g) {
-		fail(err, errlen, "calibration table '%s' (%s): unknown measured GPU: name its "
+		sim_errf(err, errlen, "calibration table '%s' (%s): unknown measured GPU: name its "
 		     "folder after a GPU preset or list it in parallel/compute.c", table, dir);
 		return NULL;
 	}
 	if (g->bf16 <= 0 || g->hbm_Bps <= 0) {
-		fail(err, errlen, "calibration table '%s': GPU %s has no bf16 peak or HBM "
+		sim_errf(err, errlen, "calibration table '%s': GPU %s has no bf16 peak or HBM "
 		     "bandwidth to measure against", table, g->name);
 		return NULL;
 	}
@@ -798,7 +782,7 @@ static int load_tables(struct par_compute_model *cm, const char *table, const ch
 	int rc = -1;
 
 	if (!*table || strchr(table, '/'))
-		return fail(err, errlen, "calibration table '%s': expected a folder name",
+		return sim_errf(err, errlen, "calibration table '%s': expected a folder name",
 			    table);
 	dir = xasprintf("%s/calibration/%s", datadir, table);
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++)
@@ -841,7 +825,7 @@ static double precision_peak(const struct topo_gpu *gpu, enum par_precision prec
 		break;
 	}
 	if (p <= 0)
-		fail(err, errlen, "GPU %s has no %s peak", gpu->name,
+		sim_errf(err, errlen, "GPU %s has no %s peak", gpu->name,
 		     (unsigned)prec < ARRAY_SIZE(names) ? names[prec] : "?");
 	return p;
 }
@@ -855,19 +839,19 @@ struct par_compute_model *par_compute_model_new(const struct par_compute *cfg,
 	double peak;
 
 	if (!(cfg->efficiency >= 0 && cfg->efficiency <= 1)) {
-		fail(err, errlen, "compute.efficiency %g: expected a value in (0, 1] or a "
+		sim_errf(err, errlen, "compute.efficiency %g: expected a value in (0, 1] or a "
 		     "calibration table", cfg->efficiency);
 		return NULL;
 	}
 	if (!(cfg->launch_s >= 0 && isfinite(cfg->launch_s))) {
-		fail(err, errlen, "compute.launch_overhead %g s: expected a time >= 0",
+		sim_errf(err, errlen, "compute.launch_overhead %g s: expected a time >= 0",
 		     cfg->launch_s);
 		return NULL;
 	}
 	if ((peak = precision_peak(gpu, prec, err, errlen)) <= 0)
 		return NULL;
 	if (gpu->hbm_Bps <= 0) {
-		fail(err, errlen, "GPU %s has no HBM bandwidth", gpu->name);
+		sim_errf(err, errlen, "GPU %s has no HBM bandwidth", gpu->name);
 		return NULL;
 	}
 	cm = xcalloc(1, sizeof *cm);

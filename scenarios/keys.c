@@ -182,17 +182,6 @@ static const struct key *key_find(const char *name)
 	return NULL;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* A whole number in [min, max] without unit. */
 static int parse_whole(const struct key *k, const char *v, unsigned long long *out,
 		       char *err, size_t errlen)
@@ -203,9 +192,9 @@ static int parse_whole(const struct key *k, const char *v, unsigned long long *o
 	/* strtoull takes blanks and a minus sign; a count starts with a digit */
 	if (!isdigit((unsigned char)v[0]) || end == v || *end || errno ||
 	    (k->max > 0 && (n < k->min || n > k->max)))
-		return k->max > 0 ? fail(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
+		return k->max > 0 ? sim_errf(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
 					 "got '%s'", k->name, k->min, k->max, v)
-				  : fail(err, errlen, "%s: expected a whole number, got '%s'",
+				  : sim_errf(err, errlen, "%s: expected a whole number, got '%s'",
 					 k->name, v);
 	*out = n;
 	return 0;
@@ -217,7 +206,7 @@ static int parse_plain(const struct key *k, const char *v, double *out, char *er
 	errno = 0;
 	double x = strtod(v, &end);
 	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
-		return fail(err, errlen, "%s: expected a number from %g to %g, got '%s'", k->name,
+		return sim_errf(err, errlen, "%s: expected a number from %g to %g, got '%s'", k->name,
 			    k->min, k->max, v);
 	*out = x;
 	return 0;
@@ -233,7 +222,7 @@ static int parse_bool(const struct key *k, const char *v, bool *out, char *err, 
 		if (!strcmp(v, no[i]))
 			return *out = false, 0;
 	}
-	return fail(err, errlen, "%s: expected true or false, got '%s'", k->name, v);
+	return sim_errf(err, errlen, "%s: expected true or false, got '%s'", k->name, v);
 }
 
 static int parse_enum(const struct key *k, const char *v, int *out, char *err, size_t errlen)
@@ -245,7 +234,7 @@ static int parse_enum(const struct key *k, const char *v, int *out, char *err, s
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
 			 k->names[i]);
 	}
-	return fail(err, errlen, "%s: expected one of %s, got '%s'", k->name, list, v);
+	return sim_errf(err, errlen, "%s: expected one of %s, got '%s'", k->name, list, v);
 }
 
 static int parse_units(const struct key *k, const char *v, double *out, char *err, size_t errlen)
@@ -254,9 +243,9 @@ static int parse_units(const struct key *k, const char *v, double *out, char *er
 	double x;
 	if (sim_units_parse(k->type == KT_TIME ? SIM_UNIT_TIME : SIM_UNIT_BYTES, v, &x, why,
 			    sizeof(why)) < 0)
-		return fail(err, errlen, "%s: %s", k->name, why);
+		return sim_errf(err, errlen, "%s: %s", k->name, why);
 	if (x < k->min || x > k->max)
-		return fail(err, errlen, "%s: expected %s from %g to %g, got '%s'", k->name,
+		return sim_errf(err, errlen, "%s: expected %s from %g to %g, got '%s'", k->name,
 			    k->type == KT_TIME ? "a time (s)" : "a size (bytes)", k->min, k->max, v);
 	*out = x;
 	return 0;
@@ -269,14 +258,14 @@ static int parse_eff(struct scn *s, const struct key *k, const char *v, char *er
 	double x = strtod(v, &end);
 	if (end != v && !*end) {
 		if (!(x > 0 && x <= 1))
-			return fail(err, errlen, "%s: expected a flat efficiency in (0, 1] or a "
+			return sim_errf(err, errlen, "%s: expected a flat efficiency in (0, 1] or a "
 				    "calibration table name, got '%s'", k->name, v);
 		s->compute.efficiency = x;
 		s->compute.table[0] = 0;
 		return 0;
 	}
 	if (!*v || strlen(v) >= sizeof(s->compute.table) || strpbrk(v, "/\\. "))
-		return fail(err, errlen, "%s: expected a number or a table name, got '%s'", k->name, v);
+		return sim_errf(err, errlen, "%s: expected a number or a table name, got '%s'", k->name, v);
 	s->compute.efficiency = 0;
 	snprintf(s->compute.table, sizeof(s->compute.table), "%s", v);
 	return 0;
@@ -302,7 +291,7 @@ static int key_set(struct scn *s, const struct key *k, const char *v, char *err,
 		if (!strcmp(v, "auto"))
 			return *(uint32_t *)(void *)f = 0, 0;
 		if (parse_whole(k, v, &n, err, errlen) < 0 || n == 0)
-			return fail(err, errlen, "%s: expected auto or a whole number from 1 to %.0f, "
+			return sim_errf(err, errlen, "%s: expected auto or a whole number from 1 to %.0f, "
 				    "got '%s'", k->name, k->max, v);
 		*(uint32_t *)(void *)f = (uint32_t)n;
 		return 0;
@@ -322,13 +311,13 @@ static int key_set(struct scn *s, const struct key *k, const char *v, char *err,
 	}
 	case KT_PRESET:
 		if (!*v || strlen(v) >= sizeof(s->model.preset) || strpbrk(v, "/\\ "))
-			return fail(err, errlen, "%s: expected a preset name, got '%s'", k->name, v);
+			return sim_errf(err, errlen, "%s: expected a preset name, got '%s'", k->name, v);
 		snprintf(f, sizeof(s->model.preset), "%s", v);
 		return 0;
 	case KT_ALGO: {
 		const struct sim_coll_algo *a = strcmp(v, "auto") ? coll_find(v) : NULL;
 		if (strcmp(v, "auto") && !a)
-			return fail(err, errlen, "%s: expected auto or one of %s, got '%s'", k->name,
+			return sim_errf(err, errlen, "%s: expected auto or one of %s, got '%s'", k->name,
 				    coll_names(), v);
 		*(const struct sim_coll_algo **)(void *)f = a;
 		return 0;
@@ -354,9 +343,9 @@ int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t
 							"compute", "sim" };
 		for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
 			if (strlen(sections[i]) == sec && !strncmp(key, sections[i], sec))
-				return fail(err, errlen, "unknown key %s (see docs/scenario.md for the "
+				return sim_errf(err, errlen, "unknown key %s (see docs/scenario.md for the "
 					    "keys of %s)", key, sections[i]);
-		return fail(err, errlen, "unknown key %s: expected a key of cluster, model, "
+		return sim_errf(err, errlen, "unknown key %s: expected a key of cluster, model, "
 			    "training, parallel, compute or sim", key);
 	}
 	return key_set(s, k, value, err, errlen);
@@ -387,28 +376,21 @@ int scn_check_required(const struct scn *s, char *err, size_t errlen)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(req); i++)
 		if (!req[i].v)
-			return fail(err, errlen, "%s: required (set it, or name a model.preset)",
+			return sim_errf(err, errlen, "%s: required (set it, or name a model.preset)",
 				    req[i].name);
 	return 0;
 }
 
 /* ---- the effective configuration as JSON ------------------------------------ */
 
-/* A JSON string with quotes and backslashes escaped, control bytes dropped. */
+/* A quoted JSON string. */
 static void json_string(const char *s, char *buf, size_t len)
 {
-	size_t n = 0;
 	if (len < 3)
 		return;
-	buf[n++] = '"';
-	for (; *s && n + 3 < len; s++) {
-		if (*s == '"' || *s == '\\')
-			buf[n++] = '\\';
-		if ((unsigned char)*s >= 0x20)
-			buf[n++] = *s;
-	}
-	buf[n++] = '"';
-	buf[n] = 0;
+	buf[0] = '"';
+	sim_json_escape(s, buf + 1, len - 2);
+	strcat(buf, "\"");
 }
 
 static void json_value(const struct scn *s, const struct key *k, char *buf, size_t len)

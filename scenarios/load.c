@@ -24,17 +24,6 @@
 #define CLUSTERSIM_SRCDIR "."
 #endif
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 const char *scn_datadir(void)
 {
 	if (access(CLUSTERSIM_DATADIR "/clusters", R_OK) == 0)
@@ -57,7 +46,7 @@ int scn_find_preset(const char *scenario_path, const char *kind, const char *nam
 		    char *out, size_t outlen, char *err, size_t errlen)
 {
 	if (!name_ok(name))
-		return fail(err, errlen, "expected a preset name (letters, digits, '.', '_' and "
+		return sim_errf(err, errlen, "expected a preset name (letters, digits, '.', '_' and "
 			    "'-'), got '%s'", name);
 	char dir[1024] = ".", tried[1024] = "";
 	if (scenario_path && *scenario_path) {
@@ -75,7 +64,7 @@ int scn_find_preset(const char *scenario_path, const char *kind, const char *nam
 		snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s/%s/",
 			 i ? ", " : "", places[i], kind);
 	}
-	return fail(err, errlen, "no %s preset named '%s' (looked in %s)",
+	return sim_errf(err, errlen, "no %s preset named '%s' (looked in %s)",
 		    strcmp(kind, "clusters") ? "model" : "cluster", name, tried);
 }
 
@@ -87,12 +76,12 @@ static int apply_kvs(struct scn *s, const char *path, const struct scn_kvs *kv, 
 	for (size_t i = 0; i < kv->n; i++) {
 		const char *k = kv->v[i].key;
 		if (only && strncmp(k, only, strlen(only)))
-			return fail(err, errlen, "%s:%d: %s: a %s preset holds only %s keys", path,
+			return sim_errf(err, errlen, "%s:%d: %s: a %s preset holds only %s keys", path,
 				    kv->v[i].line, k, only, only);
 		if (skip_presets && (!strcmp(k, "cluster.preset") || !strcmp(k, "model.preset")))
 			continue;
 		if (scn_set(s, k, kv->v[i].value, why, sizeof(why)) < 0)
-			return fail(err, errlen, "%s:%d: %s", path, kv->v[i].line, why);
+			return sim_errf(err, errlen, "%s:%d: %s", path, kv->v[i].line, why);
 	}
 	return 0;
 }
@@ -156,10 +145,10 @@ static int use_preset(struct scn *s, const char *path, const char *kind, const c
 	char *dst = !strcmp(kind, "clusters") ? s->cluster.preset : s->model.preset;
 	size_t cap = !strcmp(kind, "clusters") ? sizeof(s->cluster.preset) : sizeof(s->model.preset);
 	if (strlen(name) >= cap)
-		return fail(err, errlen, "%s: a preset name has at most %zu characters, got '%s'",
+		return sim_errf(err, errlen, "%s: a preset name has at most %zu characters, got '%s'",
 			    w->text, cap - 1, name);
 	if (load_preset(s, path, kind, section, name, why, sizeof(why)) < 0)
-		return fail(err, errlen, "%s: %s", w->text, why);
+		return sim_errf(err, errlen, "%s: %s", w->text, why);
 	snprintf(dst, cap, "%s", name);
 	return 0;
 }
@@ -171,12 +160,12 @@ static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char
 	for (size_t i = 0; i < nsets; i++) {
 		const char *eq = strchr(sets[i], '=');
 		if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof(key))
-			return fail(err, errlen, "--set %s: expected section.key=value", sets[i]);
+			return sim_errf(err, errlen, "--set %s: expected section.key=value", sets[i]);
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
 		if (!strcmp(key, "cluster.preset") || !strcmp(key, "model.preset"))
 			continue;
 		if (scn_set(s, key, eq + 1, why, sizeof(why)) < 0)
-			return fail(err, errlen, "--set %s: %s", sets[i], why);
+			return sim_errf(err, errlen, "--set %s: %s", sets[i], why);
 	}
 	return 0;
 }
@@ -212,7 +201,7 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 	const char *cp = last_value(&kv, sets, nsets, "cluster.preset", path, &cw);
 	const char *mp = last_value(&kv, sets, nsets, "model.preset", path, &mw);
 	if (!cp)
-		rc = fail(err, errlen, "%s: cluster.preset: required (a file of scenarios/clusters/, "
+		rc = sim_errf(err, errlen, "%s: cluster.preset: required (a file of scenarios/clusters/, "
 			  "see clustersim presets)", label);
 	if (!rc)
 		rc = use_preset(s, path, "clusters", "cluster.", cp, &cw, err, errlen);
@@ -228,7 +217,7 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 	derive(s);
 	char why[SCN_ERRLEN];
 	if (scn_check_required(s, why, sizeof(why)) < 0 || scn_validate(s, why, sizeof(why)) < 0)
-		return fail(err, errlen, "%s: %s", label, why);
+		return sim_errf(err, errlen, "%s: %s", label, why);
 	/* The effective configuration names the dp that auto chose. */
 	s->parallel.dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
 	return 0;
@@ -253,16 +242,16 @@ static int check_model(const struct scn *s, char *err, size_t errlen)
 {
 	const struct par_model *m = &s->model;
 	if (m->heads % m->kv_heads)
-		return fail(err, errlen, "model.kv_heads: %u does not divide model.heads (%u)",
+		return sim_errf(err, errlen, "model.kv_heads: %u does not divide model.heads (%u)",
 			    m->kv_heads, m->heads);
 	if (!m->head_dim)
-		return fail(err, errlen, "model.head_dim: model.hidden (%u) is smaller than "
+		return sim_errf(err, errlen, "model.head_dim: model.hidden (%u) is smaller than "
 			    "model.heads (%u); set model.head_dim", m->hidden, m->heads);
 	if (m->moe.experts && (!m->moe.top_k || m->moe.top_k > m->moe.experts))
-		return fail(err, errlen, "model.moe.top_k: expected 1 to %u (model.moe.experts), "
+		return sim_errf(err, errlen, "model.moe.top_k: expected 1 to %u (model.moe.experts), "
 			    "got %u", m->moe.experts, m->moe.top_k);
 	if (s->training.precision == PAR_FP8 && !topo_gpu_find(s->cluster.gpu)->fp8)
-		return fail(err, errlen, "training.precision: %s has no fp8 support",
+		return sim_errf(err, errlen, "training.precision: %s has no fp8 support",
 			    s->cluster.gpu);
 	return 0;
 }
@@ -273,39 +262,39 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 	const struct par_model *m = &s->model;
 	uint64_t have = cluster_gpus(s), mp = (uint64_t)p->tp * p->cp * p->pp;
 	if (m->heads % p->tp)
-		return fail(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
+		return sim_errf(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
 			    m->heads);
 	if (m->kv_heads % p->tp && p->tp % m->kv_heads)
-		return fail(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
+		return sim_errf(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
 			    "divide the other", p->tp, m->kv_heads);
 	if (s->cluster.kind != TOPO_IDEAL && p->tp > s->cluster.gpus_per_node)
-		return fail(err, errlen, "parallel.tp: %u is more than the %u GPUs of one NVLink "
+		return sim_errf(err, errlen, "parallel.tp: %u is more than the %u GPUs of one NVLink "
 			    "domain (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
 	if (have > TOPO_MAX_RANKS)
-		return fail(err, errlen, "cluster: %llu GPUs, at most %u",
+		return sim_errf(err, errlen, "cluster: %llu GPUs, at most %u",
 			    (unsigned long long)have, TOPO_MAX_RANKS);
 	if (!p->dp && (mp > have || have % mp))
-		return fail(err, errlen, "parallel.dp: auto needs tp x cp x pp (%llu) to divide the "
+		return sim_errf(err, errlen, "parallel.dp: auto needs tp x cp x pp (%llu) to divide the "
 			    "cluster's %llu GPUs", (unsigned long long)mp, (unsigned long long)have);
 	uint64_t dp = p->dp ? p->dp : have / mp;
 	if (dp * mp != have)
-		return fail(err, errlen, "parallel: dp x tp x pp x cp = %llu x %u x %u x %u = %llu, "
+		return sim_errf(err, errlen, "parallel: dp x tp x pp x cp = %llu x %u x %u x %u = %llu, "
 			    "expected the cluster's %llu GPUs (cluster.nodes x "
 			    "cluster.gpus_per_node)", (unsigned long long)dp, p->tp, p->pp, p->cp,
 			    (unsigned long long)(dp * mp), (unsigned long long)have);
 	if (p->vpp > 1 && (p->pp < 2 || p->schedule != PAR_SCHED_INTERLEAVED))
-		return fail(err, errlen, "parallel.vpp: %u model chunks per stage need "
+		return sim_errf(err, errlen, "parallel.vpp: %u model chunks per stage need "
 			    "parallel.pp >= 2 and parallel.schedule: interleaved", p->vpp);
 	if (p->pp > m->layers)
-		return fail(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
+		return sim_errf(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
 	if (s->training.seq % p->cp)
-		return fail(err, errlen, "parallel.cp: %u does not divide training.seq (%u)", p->cp,
+		return sim_errf(err, errlen, "parallel.cp: %u does not divide training.seq (%u)", p->cp,
 			    s->training.seq);
 	if (m->moe.experts && m->moe.experts % p->ep)
-		return fail(err, errlen, "parallel.ep: %u does not divide model.moe.experts (%u)",
+		return sim_errf(err, errlen, "parallel.ep: %u does not divide model.moe.experts (%u)",
 			    p->ep, m->moe.experts);
 	if ((dp * p->cp) % p->ep)
-		return fail(err, errlen, "parallel.ep: %u does not divide dp x cp (%llu)", p->ep,
+		return sim_errf(err, errlen, "parallel.ep: %u does not divide dp x cp (%llu)", p->ep,
 			    (unsigned long long)(dp * p->cp));
 	return 0;
 }
@@ -315,11 +304,11 @@ static int check_batch(const struct scn *s, char *err, size_t errlen)
 	const struct par_training *t = &s->training;
 	uint32_t dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
 	if (t->global_batch % dp)
-		return fail(err, errlen, "training.global_batch: %u sequences do not split over "
+		return sim_errf(err, errlen, "training.global_batch: %u sequences do not split over "
 			    "%u data-parallel replicas", t->global_batch, dp);
 	uint32_t per = t->global_batch / dp;
 	if (per % t->micro_batch)
-		return fail(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
+		return sim_errf(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
 			    "of each replica (global_batch / dp)", t->micro_batch, per);
 	return 0;
 }

@@ -208,20 +208,6 @@ const char *sim_units_expect(enum sim_unit kind)
 	return kind_info(kind)->expect;
 }
 
-/* Write a message to err (if there is room for one) and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* Length for "%.*s", which takes an int. */
 static int plen(struct span s)
 {
@@ -290,21 +276,21 @@ static int parse_number(const struct kind_info *k, struct span t, double *v,
 	size_t n = 0;
 
 	if (t.p[0] == '-')
-		return fail(err, errlen, "\"%.*s\" must not be negative",
+		return sim_errf(err, errlen, "\"%.*s\" must not be negative",
 			    plen(t), t.p);
 	n = scan_decimal(t);
 	if (n == 0)
-		return fail(err, errlen,
+		return sim_errf(err, errlen,
 			    "\"%.*s\" does not start with a number: expected %s",
 			    plen(t), t.p, k->expect);
 	errno = 0;
 	*v = strtod(t.p, &end);
 	if (end != t.p + n)
-		return fail(err, errlen,
+		return sim_errf(err, errlen,
 			    "\"%.*s\" is not a decimal number: expected %s",
 			    plen(t), t.p, k->expect);
 	if (errno == ERANGE)
-		return fail(err, errlen, "\"%.*s\" is out of range",
+		return sim_errf(err, errlen, "\"%.*s\" is out of range",
 			    plen(t), t.p);
 	*used = n;
 	return 0;
@@ -326,11 +312,11 @@ static int ambiguous_error(enum sim_unit kind, struct span u, char *err,
 		if (!span_eq(base, a->bare))
 			continue;
 		if (kind == SIM_UNIT_BYTES)
-			return fail(err, errlen, "ambiguous unit \"%.*s\": "
+			return sim_errf(err, errlen, "ambiguous unit \"%.*s\": "
 				    "write %sB (%s bytes) or %siB (%s bytes)",
 				    plen(u), u.p, a->prefix, a->dec,
 				    a->prefix, a->bin);
-		return fail(err, errlen, "ambiguous unit \"%.*s\": write "
+		return sim_errf(err, errlen, "ambiguous unit \"%.*s\": write "
 			    "%sB/s (%s bytes/s), %siB/s (%s bytes/s) or "
 			    "%sb/s (%s bits/s)", plen(u), u.p, a->prefix,
 			    a->dec, a->prefix, a->bin, a->prefix, a->dec);
@@ -350,15 +336,15 @@ static int unit_error(enum sim_unit kind, struct span t, struct span u,
 		return -1;
 	if (kind == SIM_UNIT_BYTES &&
 	    table_find(bits_rows, ARRAY_SIZE(bits_rows), u, &mult))
-		return fail(err, errlen, "\"%.*s\" is in bits, not bytes: "
+		return sim_errf(err, errlen, "\"%.*s\" is in bits, not bytes: "
 			    "expected %s", plen(t), t.p, k->expect);
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
 		if (i != (size_t)kind && kinds[i].lookup(&kinds[i], u, &mult))
-			return fail(err, errlen, "\"%.*s\" is a %s, not a %s: "
+			return sim_errf(err, errlen, "\"%.*s\" is a %s, not a %s: "
 				    "expected %s", plen(t), t.p, kinds[i].noun,
 				    k->noun, k->expect);
 	}
-	return fail(err, errlen, "unknown unit \"%.*s\" in \"%.*s\": "
+	return sim_errf(err, errlen, "unknown unit \"%.*s\" in \"%.*s\": "
 		    "expected %s", plen(u), u.p, plen(t), t.p, k->expect);
 }
 
@@ -367,10 +353,10 @@ static int store(enum sim_unit kind, struct span t, double r, double *out,
 		 char *err, size_t errlen)
 {
 	if (!isfinite(r))
-		return fail(err, errlen, "\"%.*s\" is out of range",
+		return sim_errf(err, errlen, "\"%.*s\" is out of range",
 			    plen(t), t.p);
 	if (kind == SIM_UNIT_BYTES && r > SIM_UNITS_MAX_BYTES)
-		return fail(err, errlen,
+		return sim_errf(err, errlen,
 			    "\"%.*s\" is too large (at most 8 PiB)",
 			    plen(t), t.p);
 	*out = r;
@@ -388,7 +374,7 @@ int sim_units_parse(enum sim_unit kind, const char *text, double *out,
 	BUG_ON(text == NULL || out == NULL);
 	t = trim(text);
 	if (t.n == 0)
-		return fail(err, errlen, "empty value: expected %s", k->expect);
+		return sim_errf(err, errlen, "empty value: expected %s", k->expect);
 	if (parse_number(k, t, &v, &n, err, errlen))
 		return -1;
 	u = (struct span){ t.p + n, t.n - n };
@@ -397,10 +383,10 @@ int sim_units_parse(enum sim_unit kind, const char *text, double *out,
 	if (u.n == 0 && v == 0)
 		return store(kind, t, 0.0, out, err, errlen);
 	if (u.n == 0)
-		return fail(err, errlen, "\"%.*s\" has no unit: write %s",
+		return sim_errf(err, errlen, "\"%.*s\" has no unit: write %s",
 			    plen(t), t.p, k->expect);
 	if (is_blank(u.p[0]))
-		return fail(err, errlen, "\"%.*s\": write at most one space "
+		return sim_errf(err, errlen, "\"%.*s\": write at most one space "
 			    "between the number and the unit", plen(t), t.p);
 	if (!k->lookup(k, u, &mult))
 		return unit_error(kind, t, u, err, errlen);

@@ -67,6 +67,31 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+int sim_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || errlen == 0)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void sim_json_escape(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+	if (len == 0)
+		return;
+	for (; *s && n + 3 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			out[n++] = '\\';
+		if ((unsigned char)*s >= 0x20)
+			out[n++] = *s;
+	}
+	out[n] = 0;
+}
+
 void sim_bug(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;

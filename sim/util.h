@@ -33,6 +33,17 @@ char *xstrdup(const char *s);
 /* snprintf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Write a message for bad input to err (when there is room) and return -1,
+ * for `return sim_errf(err, errlen, "...")` in every parser.
+ */
+int sim_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Copy text into out as the body of a JSON string: quotes and backslashes
+ * escaped, control characters dropped, cut to fit len. */
+void sim_json_escape(const char *s, char *out, size_t len);
+
 /* Report a broken invariant with file and line, then abort. */
 #define BUG(...) sim_bug(__FILE__, __LINE__, __VA_ARGS__)
 #define BUG_ON(cond) do { if (cond) BUG("%s", #cond); } while (0)

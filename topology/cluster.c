@@ -16,18 +16,6 @@
 
 #include "sim/units.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* ---- keys ------------------------------------------------------------------- */
 
 enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT };
@@ -105,7 +93,7 @@ static int parse_count(const struct key_def *k, const char *v, uint32_t *out,
 	errno = 0;
 	long long n = strtoll(v, &end, 10);
 	if (end == v || *end || errno || n < (long long)k->min || n > (long long)k->max)
-		return fail(err, errlen, "cluster.%s: expected a whole number from %.0f to %.0f, "
+		return sim_errf(err, errlen, "cluster.%s: expected a whole number from %.0f to %.0f, "
 			    "got '%s'", k->name, k->min, k->max, v);
 	*out = (uint32_t)n;
 	return 0;
@@ -118,7 +106,7 @@ static int parse_ratio(const struct key_def *k, const char *v, double *out,
 	errno = 0;
 	double x = strtod(v, &end);
 	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
-		return fail(err, errlen, "cluster.%s: expected a number from %g to %g, got '%s'",
+		return sim_errf(err, errlen, "cluster.%s: expected a number from %g to %g, got '%s'",
 			    k->name, k->min, k->max, v);
 	*out = x;
 	return 0;
@@ -131,9 +119,9 @@ static int parse_unit(const struct key_def *k, const char *v, double *out,
 	double x;
 	enum sim_unit u = k->type == K_RATE ? SIM_UNIT_RATE : SIM_UNIT_TIME;
 	if (sim_units_parse(u, v, &x, why, sizeof(why)) < 0)
-		return fail(err, errlen, "cluster.%s: %s", k->name, why);
+		return sim_errf(err, errlen, "cluster.%s: %s", k->name, why);
 	if (k->type == K_RATE && !(x > 0))
-		return fail(err, errlen, "cluster.%s: expected a rate above 0, got '%s'",
+		return sim_errf(err, errlen, "cluster.%s: expected a rate above 0, got '%s'",
 			    k->name, v);
 	*out = x;  /* only a valid value changes the configuration */
 	return 0;
@@ -154,7 +142,7 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 	switch (k->type) {
 	case K_TOPOLOGY:
 		if (strcmp(value, "ideal") && strcmp(value, "fattree"))
-			return fail(err, errlen, "cluster.topology: expected ideal or fattree, got '%s'",
+			return sim_errf(err, errlen, "cluster.topology: expected ideal or fattree, got '%s'",
 				    value);
 		cfg->kind = strcmp(value, "ideal") ? TOPO_FATTREE : TOPO_IDEAL;
 		return 0;
@@ -164,7 +152,7 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		return 0;
 	case K_GPU:
 		if (!topo_gpu_find(value))
-			return fail(err, errlen, "cluster.gpu: unknown GPU '%s': expected one of "
+			return sim_errf(err, errlen, "cluster.gpu: unknown GPU '%s': expected one of "
 				    "A100-SXM-80GB, H100-SXM-80GB, H200-SXM-141GB, B200", value);
 		snprintf(cfg->gpu, sizeof(cfg->gpu), "%s", value);
 		return 0;
@@ -180,38 +168,25 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 {
 	if (!topo_gpu_find(cfg->gpu))
-		return fail(err, errlen, "cluster.gpu: unknown GPU '%s'", cfg->gpu);
+		return sim_errf(err, errlen, "cluster.gpu: unknown GPU '%s'", cfg->gpu);
 	if (!(cfg->net_bw_Bps > 0))
-		return fail(err, errlen, "cluster.network.bandwidth: expected a rate above 0");
+		return sim_errf(err, errlen, "cluster.network.bandwidth: expected a rate above 0");
 	if (cfg->kind == TOPO_IDEAL)
 		return 0;
 	if (!(cfg->nvlink_bw_Bps > 0))
-		return fail(err, errlen, "cluster.nvlink.bandwidth: expected a rate above 0");
+		return sim_errf(err, errlen, "cluster.nvlink.bandwidth: expected a rate above 0");
 	if (cfg->nics_per_node > cfg->gpus_per_node)
-		return fail(err, errlen, "cluster.network.nics_per_node: %u NICs for %u GPUs "
+		return sim_errf(err, errlen, "cluster.network.nics_per_node: %u NICs for %u GPUs "
 			    "per node: expected at most one NIC per GPU", cfg->nics_per_node,
 			    cfg->gpus_per_node);
 	return 0;
 }
 
-/* Text as a JSON string body: quotes and backslashes escaped, controls dropped. */
-static void json_text(const char *s, char *out, size_t len)
-{
-	size_t n = 0;
-	for (; *s && n + 3 < len; s++) {
-		if (*s == '"' || *s == '\\')
-			out[n++] = '\\';
-		if ((unsigned char)*s >= 0x20)
-			out[n++] = *s;
-	}
-	out[n] = 0;
-}
-
 void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 {
 	char desc[300], src[1100];
-	json_text(c->description, desc, sizeof(desc));
-	json_text(c->source, src, sizeof(src));
+	sim_json_escape(c->description, desc, sizeof(desc));
+	sim_json_escape(c->source, src, sizeof(src));
 	int n = snprintf(buf, len,
 		 "{\"preset\":\"%s\",\"topology\":\"%s\",\"gpu\":\"%s\",\"nodes\":%u,\"gpus_per_node\":%u,"
 		 "\"nvlink\":{\"bandwidth_Bps\":%.17g,\"latency_s\":%.17g},"
