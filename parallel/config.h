@@ -74,6 +74,12 @@ struct par_ddp {
 	bool overlap;             /* all-reduce buckets during backward         */
 };
 
+/* Optimizer states on the CPU (ZeRO-Offload). */
+struct par_offload {
+	bool enabled;
+	double cpu_adam;          /* parameters the CPU optimizer updates per second */
+};
+
 struct par_layout {
 	uint32_t tp, pp, vpp, cp, ep;
 	uint32_t dp;              /* 0 = auto: GPUs / (tp * pp * cp)           */
@@ -83,6 +89,7 @@ struct par_layout {
 	uint32_t zero;            /* 0-3                                        */
 	struct par_fsdp fsdp;
 	struct par_ddp ddp;
+	struct par_offload offload;
 	/* Algorithm per collective op; NULL = auto. */
 	const struct sim_coll_algo *algo[SIM_COLL_NOPS];
 };

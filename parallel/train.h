@@ -48,12 +48,15 @@ struct par_train {
 
 struct par_memory {
 	double bytes[PAR_MEM_NCATS];      /* at the peak of the busiest rank */
+	double model_states;              /* weights + grads + optimizer held
+					   * throughout (sharded by ZeRO/FSDP) */
 	double peak;
 	double capacity;
 	bool fits;
 };
 
 struct par_report {
+	const char *strategy;             /* ddp, zero1, zero2, zero3, fsdp  */
 	uint32_t gpus, dp, micro_batches;
 	double step_time_s;               /* per step, averaged over steps   */
 	double tokens_per_s;
@@ -64,6 +67,10 @@ struct par_report {
 	struct {                          /* the critical rank, per step     */
 		double compute_s, exposed_comm_s, bubble_s, idle_s;
 	} breakdown;
+	struct {                          /* ZeRO-Offload, when enabled      */
+		double saved_bytes;       /* optimizer states off the GPU    */
+		double host_s;            /* PCIe copies and the CPU step    */
+	} offload;
 	uint32_t critical_rank;
 	uint64_t events;
 	sim_ps sim_end_ps;

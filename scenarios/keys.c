@@ -143,6 +143,11 @@ static const struct key keys[] = {
 	  "gradient bucket size (PyTorch DDP's default 25 MiB)" },
 	{ "parallel.ddp.overlap", KT_BOOL, OFF(parallel.ddp.overlap), 0, 0, "true", NULL,
 	  "all-reduce each full bucket while backward goes on" },
+	{ "parallel.offload.enabled", KT_BOOL, OFF(parallel.offload.enabled), 0, 0, "false", NULL,
+	  "keep optimizer states on the CPU and step there (ZeRO-Offload; zero 1 or 2)" },
+	{ "parallel.offload.cpu_adam", KT_NUMBER, OFF(parallel.offload.cpu_adam), 1, 1e15, "1e9",
+	  NULL, "parameters per second the CPU optimizer of one GPU updates (an assumption: "
+	  "measure yours)" },
 	{ "parallel.algorithms.allreduce", KT_ALGO, ALGO_OFF(SIM_COLL_ALLREDUCE), 0, 0, "auto",
 	  NULL, "all-reduce algorithm: ring, rd, hd, hier or auto" },
 	{ "parallel.algorithms.reducescatter", KT_ALGO, ALGO_OFF(SIM_COLL_REDUCESCATTER), 0, 0,

@@ -112,18 +112,22 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	       m->preset[0] ? ": " : "", r->params / 1e9, m->layers, m->hidden);
 	printf("  cluster     %u x %s (%s), %s fidelity\n", r->gpus, s->cluster.gpu,
 	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity));
-	printf("  layout      dp %u, tp %u, pp %u, cp %u; %u micro-batches of %u x %u tokens "
-	       "per replica\n", r->dp, s->parallel.tp, s->parallel.pp, s->parallel.cp,
-	       r->micro_batches, s->training.micro_batch, s->training.seq);
+	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batches of %u x %u "
+	       "tokens per replica\n", r->dp, r->strategy, s->parallel.tp, s->parallel.pp,
+	       s->parallel.cp, r->micro_batches, s->training.micro_batch, s->training.seq);
 	const struct par_memory *mem = &r->memory;
-	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s\n             ", mem->peak / 1e9,
-	       mem->capacity / 1e9, mem->fits ? "fits" : "OUT OF MEMORY");
+	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB\n"
+	       "             ", mem->peak / 1e9, mem->capacity / 1e9,
+	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {
 		char label[32];
 		snprintf(label, sizeof(label), "%s%s", c ? "," : "", par_mem_name(c));
 		print_bytes(label, mem->bytes[c]);
 	}
 	printf("\n");
+	if (s->parallel.offload.enabled)
+		printf("  offload     %.2f GB of optimizer states on the CPU; PCIe copies and the CPU "
+		       "step take %.6f s per step\n", r->offload.saved_bytes / 1e9, r->offload.host_s);
 	if (!mem->fits)
 		return;
 	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
@@ -145,8 +149,10 @@ static void print_json(const struct par_report *r, double wall_s)
 	printf("\"memory\":{");
 	for (int c = 0; c < PAR_MEM_NCATS; c++)
 		printf("\"%s\":%.17g,", par_mem_name(c), m->bytes[c]);
-	printf("\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s},", m->peak, m->capacity,
-	       m->fits ? "true" : "false");
+	printf("\"model_states\":%.17g,\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s},",
+	       m->model_states, m->peak, m->capacity, m->fits ? "true" : "false");
+	printf("\"strategy\":\"%s\",\"offload\":{\"saved_bytes\":%.17g,\"host_s\":%.9g},",
+	       r->strategy, r->offload.saved_bytes, r->offload.host_s);
 	if (m->fits)
 		printf("\"breakdown\":{\"compute_s\":%.9g,\"exposed_comm_s\":%.9g,\"bubble_s\":%.9g,"
 		       "\"idle_s\":%.9g},\"critical_rank\":%u,\"events\":%llu,",
@@ -170,6 +176,9 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "bubble_s", r->breakdown.bubble_s }, { "idle_s", r->breakdown.idle_s },
 		{ "critical_rank", r->critical_rank }, { "memory.peak", r->memory.peak },
 		{ "memory.capacity", r->memory.capacity }, { "memory.fits", r->memory.fits },
+		{ "memory.model_states", r->memory.model_states },
+		{ "offload.saved_bytes", r->offload.saved_bytes },
+		{ "offload.host_s", r->offload.host_s },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		sim_store_metric(st, m[i].name, m[i].v);

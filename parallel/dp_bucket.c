@@ -1,0 +1,127 @@
+/*
+ * dp_bucket.c - data parallelism with replicated parameters and bucketed
+ * gradients: PyTorch DDP, and DeepSpeed's ZeRO stages 1 and 2.
+ *
+ * As each weight-gradient op finishes, its parameters join the open bucket
+ * in backward order; a bucket closes once it holds at least
+ * parallel.ddp.bucket bytes (whole tensors, PyTorch's rule). Then:
+ *   ddp    all-reduces each bucket at once (overlapping the backward) when
+ *          ddp.overlap is on, else after the backward; only the last
+ *          micro-batch reduces (gradient accumulation: no_sync before);
+ *   zero1  shards the optimizer states: reduce-scatters the buckets after the
+ *          backward of the last micro-batch, steps on its shard, all-gathers
+ *          the updated parameters (SPEC C18: 2Ψ, as DDP's all-reduce);
+ *   zero2  shards gradients too: reduce-scatters each bucket during the
+ *          backward of every micro-batch (the shard accumulates), steps,
+ *          all-gathers.
+ * Memory (SPEC C12): 2Ψ weights, 2Ψ gradients (2Ψ/N with zero2), 12Ψ
+ * optimizer (12Ψ/N with zero1 and zero2), plus two buckets in flight.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "parallel/train-int.h"
+
+/* Reduce one closed bucket: all-reduce (ddp) or reduce-scatter (zero). */
+static void bucket_issue(struct builder *b, double bytes, uint32_t after)
+{
+	int ddp = b->dp == &par_dp_ddp;
+	char name[64];
+	snprintf(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, b->nops_comm++,
+		 ddp ? "allreduce" : "reducescatter");
+	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name,
+				       ddp ? SIM_COLL_ALLREDUCE : SIM_COLL_REDUCESCATTER,
+				       SLOT_DP, bytes, after);
+}
+
+/* Does this strategy reduce buckets while the backward goes on? */
+static int overlaps(const struct builder *b)
+{
+	return b->dp != &par_dp_zero1 && b->t->layout->ddp.overlap;
+}
+
+/* Close the open bucket after op `after`; issue it now or hold it. */
+static void bucket_close(struct builder *b, uint32_t after, int last)
+{
+	if (b->bucket > 0) {
+		b->held = xreallocarray(b->held, b->nheld + 1, sizeof(double));
+		b->held[b->nheld++] = b->bucket;
+		b->bucket = 0;
+	}
+	if (!overlaps(b) && !last)
+		return;
+	for (unsigned i = 0; i < b->nheld; i++)
+		bucket_issue(b, b->held[i], after);
+	b->nheld = 0;
+}
+
+static void bucket_grads(struct builder *b, double params, uint32_t op)
+{
+	b->bucket += params * b->grad_elem;
+	if (b->bucket >= b->t->layout->ddp.bucket_bytes)
+		bucket_close(b, op, 0);
+}
+
+static void bucket_end(struct builder *b, uint32_t last)
+{
+	bucket_close(b, last, 1);
+}
+
+/* ZeRO-1/2: all-gather the updated parameters, bucket by bucket. */
+static void gather_params(struct builder *b, uint32_t step)
+{
+	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
+	unsigned k = 0;
+	for (double done = 0; done < total; done += cap, k++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k);
+		double bytes = total - done < cap ? total - done : cap;
+		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
+						SLOT_DP, bytes, k ? NO_OP : step);
+	}
+}
+
+static void memory_of(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
+{
+	par_b_states(b, zero, bytes);
+	bytes[PAR_MEM_BUFFERS] = b->dpn > 1 ? 2 * b->t->layout->ddp.bucket_bytes : 0;
+}
+
+static void ddp_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+{
+	memory_of(b, 0, bytes);
+}
+
+static void zero1_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+{
+	memory_of(b, 1, bytes);
+}
+
+static void zero2_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+{
+	memory_of(b, 2, bytes);
+}
+
+const struct par_dp_strategy par_dp_ddp = {
+	.name = "ddp",
+	.static_memory = ddp_memory,
+	.grads = bucket_grads,
+	.backward_end = bucket_end,
+};
+
+const struct par_dp_strategy par_dp_zero1 = {
+	.name = "zero1",
+	.static_memory = zero1_memory,
+	.grads = bucket_grads,
+	.backward_end = bucket_end,
+	.after_step = gather_params,
+};
+
+const struct par_dp_strategy par_dp_zero2 = {
+	.name = "zero2",
+	.reduce_every_mb = 1,
+	.static_memory = zero2_memory,
+	.grads = bucket_grads,
+	.backward_end = bucket_end,
+	.after_step = gather_params,
+};

@@ -1,0 +1,85 @@
+/*
+ * train-int.h - what the training-step builder (train.c) shares with the
+ * data-parallel strategies (dp_bucket.c: DDP, ZeRO-1, ZeRO-2; dp_shard.c:
+ * ZeRO-3, FSDP, HSDP).
+ *
+ * The builder writes one program that every rank of the step shares. It
+ * walks micro-batches, layers and phases and calls the strategy's hooks where
+ * a framework would act: before and after each layer (gather or free
+ * parameters), whenever a backward op completes gradients, at the end of the
+ * backward pass, and for the optimizer step and what follows it.
+ */
+#ifndef PAR_TRAIN_INT_H
+#define PAR_TRAIN_INT_H
+
+#include "parallel/model.h"
+#include "parallel/train.h"
+
+/* Streams of a rank: compute, gradients, parameter gathers, host copies. */
+enum { STREAM_COMPUTE = SIM_STREAM_COMPUTE, STREAM_GRAD = 1, STREAM_PARAM = 2, STREAM_HOST = 3 };
+/* Group slots of a rank: the data-parallel group, and for HSDP the shard
+ * group (inside a node) and the replica group (across nodes). */
+enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2 };
+
+#define NO_OP UINT32_MAX
+
+struct par_dp_strategy;
+
+struct builder {
+	const struct par_train *t;
+	const struct par_dp_strategy *dp;
+	struct sim_program *prog;
+	struct par_op *ops;          /* scratch list from model.c          */
+	size_t cap;
+	uint32_t nranks, dpn;        /* ranks; data-parallel group size    */
+	uint32_t shard;              /* ranks a parameter is sharded over  */
+	unsigned mb, nmb;            /* micro-batch being built; how many  */
+	int reduce;                  /* this micro-batch reduces gradients */
+	double grad_elem;            /* bytes per gradient element         */
+	uint32_t wait_for;           /* the next compute op waits for it   */
+	uint32_t last_compute;       /* the last compute op appended       */
+	/* Strategy state. */
+	double bucket;               /* gradient bytes in the open bucket  */
+	double *held;                /* closed buckets not yet issued      */
+	unsigned nheld, nops_comm;
+	uint32_t last_grad_comm;     /* last gradient collective, or NO_OP */
+	uint32_t last_param_comm;    /* last parameter collective, or NO_OP */
+	uint32_t *gather;            /* per unit: its forward gather op    */
+	unsigned units, unit_layers;
+};
+
+/*
+ * A data-parallel strategy: one file, one const struct, one line in the
+ * table of train.c. Hooks may be NULL.
+ */
+struct par_dp_strategy {
+	const char *name;
+	int reduce_every_mb;         /* reduce gradients every micro-batch  */
+	int sharded_params;          /* parameters sharded (gathered per use) */
+	/* Bytes held from the start, by category. */
+	void (*static_memory)(const struct builder *b, double bytes[PAR_MEM_NCATS]);
+	/* Around the ops of layer l in phase ph (-1: the embedding and head). */
+	void (*layer_begin)(struct builder *b, int l, enum par_phase ph);
+	void (*layer_end)(struct builder *b, int l, enum par_phase ph);
+	/* Op `op` completed the gradients of `params` parameters. */
+	void (*grads)(struct builder *b, double params, uint32_t op);
+	/* The backward of a reducing micro-batch ended with op `last`. */
+	void (*backward_end)(struct builder *b, uint32_t last);
+	/* After the optimizer step `op` (gather the updated parameters). */
+	void (*after_step)(struct builder *b, uint32_t op);
+};
+
+extern const struct par_dp_strategy par_dp_ddp, par_dp_zero1, par_dp_zero2;
+extern const struct par_dp_strategy par_dp_zero3, par_dp_fsdp;
+
+/* Builder helpers for the strategies (train.c). */
+uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum sim_coll_op op,
+		    unsigned slot, double bytes, uint32_t after);
+double par_b_params(const struct builder *b);       /* Ψ on one rank (all layers) */
+double par_b_layer_params(const struct builder *b, int l);  /* -1: embedding + head */
+void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS]);
+/* A memory change at this point of the compute stream: a marker op of no
+ * duration (it also takes the pending wait). */
+void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
+
+#endif
