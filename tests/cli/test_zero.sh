@@ -1,0 +1,67 @@
+#!/bin/sh
+# test_zero.sh - scenarios/zero-fsdp-compare.yaml under DDP, ZeRO-1/2/3 and
+# FSDP variants: the orderings of step time and peak memory that the
+# mechanisms imply (SPEC C12, C19). Prints "N passed, N failed".
+set -u
+CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
+SRC=${SRCDIR:-.}
+SC="$SRC/scenarios/zero-fsdp-compare.yaml"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+
+# field FILE KEY: a number from the report's JSON (top level or memory/breakdown).
+field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
+run() {
+	name=$1; shift
+	if "$CS" run "$SC" "$@" --json > "$T/$name.json" 2> "$T/$name.err"; then :
+	else bad "run $name: $(cat "$T/$name.err")"; fi
+}
+# less A B: A < B as numbers.
+less() { awk "BEGIN { exit !($1 < $2) }"; }
+check_less() {
+	if less "$2" "$3"; then ok "$1 ($2 < $3)"; else bad "$1: $2 is not below $3"; fi
+}
+
+run ddp
+run zero1 --set parallel.zero=1
+run zero2 --set parallel.zero=2
+run zero3 --set parallel.zero=3
+run fsdp --set parallel.fsdp.enabled=true
+run noprefetch --set parallel.fsdp.enabled=true --set parallel.fsdp.prefetch=false
+run noreshard --set parallel.fsdp.enabled=true --set parallel.fsdp.reshard=false
+run hsdp --set parallel.fsdp.enabled=true --set parallel.fsdp.hsdp=true
+run offload --set parallel.zero=2 --set parallel.offload.enabled=true
+
+for f in ddp zero1 zero2 zero3 fsdp noprefetch noreshard hsdp offload; do
+	grep -q '"fits":true' "$T/$f.json" && ok "$f fits" || bad "$f does not fit"
+done
+
+# Peak memory: each stage shards more.
+check_less "peak memory ZeRO-1 < DDP" "$(field "$T/zero1.json" peak)" "$(field "$T/ddp.json" peak)"
+check_less "peak memory ZeRO-2 < ZeRO-1" "$(field "$T/zero2.json" peak)" "$(field "$T/zero1.json" peak)"
+check_less "peak memory ZeRO-3 < ZeRO-2" "$(field "$T/zero3.json" peak)" "$(field "$T/zero2.json" peak)"
+check_less "model states ZeRO-3 < ZeRO-2" "$(field "$T/zero3.json" model_states)" "$(field "$T/zero2.json" model_states)"
+# FSDP: prefetch off is slower; reshard off uses more memory.
+check_less "FSDP with prefetch is faster" "$(field "$T/fsdp.json" step_time_s)" "$(field "$T/noprefetch.json" step_time_s)"
+check_less "FSDP exposed communication grows without prefetch" \
+	"$(field "$T/fsdp.json" exposed_comm_s)" "$(field "$T/noprefetch.json" exposed_comm_s)"
+check_less "FSDP reshard off uses more memory" "$(field "$T/fsdp.json" peak)" "$(field "$T/noreshard.json" peak)"
+# Reshard off skips the backward all-gathers: fewer events.
+check_less "FSDP reshard off has fewer events (no backward all-gathers)" \
+	"$(field "$T/noreshard.json" events)" "$(field "$T/fsdp.json" events)"
+# HSDP holds twice the states of full sharding over two nodes.
+check_less "HSDP holds more model states than full sharding" \
+	"$(field "$T/fsdp.json" model_states)" "$(field "$T/hsdp.json" model_states)"
+# Offload: no optimizer states on the GPU, and it costs time on this machine.
+[ "$(field "$T/offload.json" optimizer)" = 0 ] && ok "offload: optimizer states off the GPU" ||
+	bad "offload: optimizer $(field "$T/offload.json" optimizer) B on the GPU"
+check_less "offload costs time here" "$(field "$T/zero2.json" step_time_s)" "$(field "$T/offload.json" step_time_s)"
+"$CS" run "$SC" --set parallel.offload.enabled=true > /dev/null 2> "$T/e"
+[ $? = 2 ] && grep -q "zero 1 or 2" "$T/e" && ok "offload without ZeRO-1/2 is refused" ||
+	bad "offload with DDP: $(cat "$T/e")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
