@@ -301,6 +301,8 @@ static struct sim_op *program_add(struct sim_program *prog, enum sim_op_kind kin
 		.name = prog->names[prog->nnames++],
 	};
 	prog->stream_ops[stream][prog->stream_n[stream]++] = prog->nops++;
+	if (stream + 1 > prog->nstreams)
+		prog->nstreams = (uint8_t)(stream + 1);
 	return op;
 }
 
@@ -351,6 +353,19 @@ uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char 
 			  unsigned group, uint32_t peer, double bytes)
 {
 	return program_p2p(prog, SIM_OP_RECV, stream, name, group, peer, bytes);
+}
+
+void sim_program_tag(struct sim_program *prog, unsigned tag)
+{
+	struct sim_op *op = &prog->ops[prog->nops - 1];
+	BUG_ON(prog->nops == 0 || (op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV) || tag > 3);
+	op->tag = (uint8_t)tag;
+}
+
+void sim_program_flags(struct sim_program *prog, unsigned flags)
+{
+	BUG_ON(prog->nops == 0);
+	prog->ops[prog->nops - 1].flags |= (uint8_t)flags;
 }
 
 void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes)
@@ -550,7 +565,8 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 
 static void rank_try_start(struct sim *sim, uint32_t rank)
 {
-	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
+	unsigned n = sim->ranks[rank].prog->nstreams;
+	for (unsigned s = 0; s < n; s++)
 		stream_try_start(sim, rank, s);
 }
 
@@ -565,6 +581,11 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	stream_set_busy(sim, r, stream, 0);
 	if (op->mem_bytes != 0)
 		rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
+	if (op->flags & SIM_OP_MARK) {
+		r->st.mark_ps = sim->now;
+		r->st.mark_compute_ps = r->st.compute_ps;
+		r->st.mark_exposed_ps = r->st.exposed_comm_ps;
+	}
 	s->next++;
 	r->left--;
 	r->end = sim->now;
@@ -603,6 +624,7 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		r->s[s] = (struct sim_stream){
 			.ev.fire = stream_fire, .rank = rank, .id = (uint8_t)s,
 		};
+	BUG_ON(prog->nstreams > SIM_MAX_STREAMS);
 	rank_try_start(sim, rank);
 }
 
@@ -634,9 +656,9 @@ static int report_stuck(struct sim *sim)
 /* ---- point-to-point ----------------------------------------------------- */
 
 /*
- * Sends and receives meet by (source rank, destination rank) in program
+ * Sends and receives meet by (source rank, destination rank, tag) in program
  * order, as NCCL's send/recv do: the n-th send from a to b pairs with the
- * n-th receive on b from a. The transfer starts when both are posted
+ * n-th receive on b from a (of the same tag). The transfer starts when both are posted
  * (rendezvous) and both ops finish when it has arrived. Waiting posts of one
  * pair sit in a small ring: a rank has at most SIM_MAX_STREAMS ops running.
  */
@@ -682,7 +704,7 @@ static struct p2p_pair *p2p_slot(struct p2p_map *m, uint64_t key)
 }
 
 /* The pair's entry, created on first use; the table stays under half full. */
-static struct p2p_pair *p2p_find(struct sim *sim, uint32_t src, uint32_t dst)
+static struct p2p_pair *p2p_find(struct sim *sim, uint32_t src, uint32_t dst, unsigned tag)
 {
 	struct p2p_map *m = sim->p2p;
 	if (!m)
@@ -696,7 +718,8 @@ static struct p2p_pair *p2p_find(struct sim *sim, uint32_t src, uint32_t dst)
 				*p2p_slot(m, old.slots[i].key) = old.slots[i];
 		free(old.slots);
 	}
-	uint64_t key = (((uint64_t)src << 32) | dst) + 1;
+	/* ranks < 2^20 (TOPO_MAX_RANKS is checked by the topology) and tag < 4 */
+	uint64_t key = ((((uint64_t)src << 21) | dst) << 2 | tag) + 1;
 	struct p2p_pair *p = p2p_slot(m, key);
 	if (!p->key) {
 		p->key = key;
@@ -723,7 +746,8 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 	}
 	uint32_t peer = g->ranks[op->peer];
 	int is_send = op->kind == SIM_OP_SEND;
-	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer) : p2p_find(sim, peer, rank);
+	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer, op->tag)
+				     : p2p_find(sim, peer, rank, op->tag);
 	int sign = is_send ? 1 : -1;
 	if (p->count * sign < 0) {
 		/* The other side is waiting: take the oldest and start. */

@@ -203,12 +203,16 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
 /* Streams per rank: compute and communication, as CUDA streams. Stream 0
  * is the compute stream: a rank's busy and exposed-communication times are
  * measured against it. */
-#define SIM_MAX_STREAMS 6
+#define SIM_MAX_STREAMS 12
 #define SIM_STREAM_COMPUTE 0
 /* Memory categories a rank tracks (their meaning is the caller's). */
 #define SIM_MEM_CATS 8
 /* Group slots per rank (world, TP, CP, PP, DP, EP, ...). */
 #define SIM_MAX_GROUPS 8
+
+/* Op flags. SIM_OP_MARK: when the op finishes, the rank's stats remember
+ * the time and its compute and exposed-communication totals (mark_*). */
+#define SIM_OP_MARK 1u
 
 /*
  * One op of a program. Ops of one stream run in program order; an op may also
@@ -222,6 +226,8 @@ struct sim_op {
 	uint8_t coll;        /* COLL: enum sim_coll_op                          */
 	uint16_t channels;   /* COLL: 0 = the algorithm's default               */
 	uint8_t mem_cat;     /* memory category mem_bytes changes               */
+	uint8_t flags;       /* SIM_OP_MARK                                     */
+	uint8_t tag;         /* SEND/RECV: pairs match by (src, dst, tag)       */
 	uint16_t ndeps;
 	uint32_t pos;        /* position within its stream                      */
 	uint32_t dep0;       /* first of ndeps entries in the program's deps    */
@@ -247,6 +253,7 @@ struct sim_program {
 	uint32_t stream_n[SIM_MAX_STREAMS], stream_cap[SIM_MAX_STREAMS];
 	char **names;
 	uint32_t nnames, namecap;
+	uint8_t nstreams;         /* highest stream used + 1                 */
 };
 
 struct sim_program *sim_program_new(void);
@@ -261,6 +268,12 @@ uint32_t sim_program_send(struct sim_program *prog, unsigned stream, const char 
 			  unsigned group, uint32_t peer, double bytes);
 uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char *name,
 			  unsigned group, uint32_t peer, double bytes);
+/* Give the most recent send or receive a tag: sends and receives of one
+ * pair of ranks match in order within each tag (activations and gradients
+ * between two pipeline stages are separate conversations). */
+void sim_program_tag(struct sim_program *prog, unsigned tag);
+/* Set flags (SIM_OP_MARK) on the most recently added op. */
+void sim_program_flags(struct sim_program *prog, unsigned flags);
 /* Make the most recently added op wait for op dep (of another stream). */
 void sim_program_dep(struct sim_program *prog, uint32_t dep);
 /* The most recently added op allocates (bytes > 0) or frees memory of a
@@ -330,6 +343,9 @@ struct sim_rank_stats {
 	double mem_now[SIM_MEM_CATS];
 	double mem_at_peak[SIM_MEM_CATS];
 	double mem_peak;
+	sim_ps mark_ps;                /* when the last SIM_OP_MARK op ended */
+	sim_ps mark_compute_ps;        /* compute_ps then                    */
+	sim_ps mark_exposed_ps;        /* exposed_comm_ps then               */
 };
 const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank);
 
