@@ -83,6 +83,9 @@ struct par_offload {
 struct par_layout {
 	uint32_t tp, pp, vpp, cp, ep;
 	uint32_t dp;              /* 0 = auto: GPUs / (tp * pp * cp)           */
+	uint32_t first_stage_layers;  /* 0 = an even share                     */
+	uint32_t last_stage_layers;   /* 0 = an even share                     */
+	bool tp_across_nodes;     /* allow TP groups to span NVLink domains     */
 	bool sp;                  /* sequence parallelism with tp               */
 	enum par_schedule schedule;
 	enum par_cp_algo cp_algo;

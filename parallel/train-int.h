@@ -15,11 +15,20 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 
-/* Streams of a rank: compute, gradients, parameter gathers, host copies. */
-enum { STREAM_COMPUTE = SIM_STREAM_COMPUTE, STREAM_GRAD = 1, STREAM_PARAM = 2, STREAM_HOST = 3 };
-/* Group slots of a rank: the data-parallel group, and for HSDP the shard
- * group (inside a node) and the replica group (across nodes). */
-enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2 };
+/* Streams of a rank: compute, gradients, parameter gathers, host copies,
+ * tensor-parallel collectives, and the four pipeline directions. */
+enum {
+	STREAM_COMPUTE = SIM_STREAM_COMPUTE, STREAM_GRAD = 1, STREAM_PARAM = 2,
+	STREAM_HOST = 3, STREAM_TP = 4, STREAM_SEND_NEXT = 5, STREAM_SEND_PREV = 6,
+	STREAM_RECV_PREV = 7, STREAM_RECV_NEXT = 8,
+};
+/* Group slots of a rank: the data-parallel group, for HSDP the shard group
+ * (inside a node) and the replica group (across nodes), and the tensor,
+ * pipeline and context-parallel groups. */
+enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2, SLOT_TP = 3, SLOT_PP = 4, SLOT_CP = 5,
+       NSLOTS = 6 };
+/* Send/recv tags: activations forward, gradients backward. */
+enum { TAG_ACT = 0, TAG_GRAD = 1 };
 
 #define NO_OP UINT32_MAX
 
@@ -33,7 +42,11 @@ struct builder {
 	size_t cap;
 	uint32_t nranks, dpn;        /* ranks; data-parallel group size    */
 	uint32_t shard;              /* ranks a parameter is sharded over  */
+	uint32_t tp, pp, vpp, stage; /* this program's pipeline stage      */
+	int sp;                      /* sequence parallelism               */
+	double params;               /* parameters this rank holds         */
 	unsigned mb, nmb;            /* micro-batch being built; how many  */
+	unsigned chunk;              /* model chunk being built            */
 	int reduce;                  /* this micro-batch reduces gradients */
 	double grad_elem;            /* bytes per gradient element         */
 	uint32_t wait_for;           /* the next compute op waits for it   */

@@ -1,9 +1,15 @@
 /*
- * train.c - one training step with data parallelism: build the program every
- * rank shares, run it, report.
+ * train.c - one training step: build the program of each pipeline stage
+ * (shared by the stage's tensor-, context- and data-parallel ranks), run it,
+ * report.
  *
- * Per micro-batch: embedding, L layers and the LM head forward; then the
- * head, L layers in reverse and the embedding backward. The data-parallel
+ * The pipeline schedule (schedule.c) orders each stage's forward and backward
+ * passes of micro-batches and model chunks. A forward pass of a chunk
+ * receives the previous stage's activations, runs the embedding (first
+ * virtual stage), its layers and the LM head (last), and sends its output
+ * on; a backward pass mirrors it with gradients. Tensor parallelism (Megatron)
+ * divides every kernel by t and adds its collectives around the row- and
+ * column-parallel matmuls (SPEC C20): blocking, the next kernel waits. The data-parallel
  * strategy (dp_bucket.c: DDP, ZeRO-1, ZeRO-2; dp_shard.c: ZeRO-3, FSDP)
  * adds its communication through hooks (train-int.h): DDP and ZeRO-1 reduce
  * gradients only in the last micro-batch (gradient accumulation), the sharded
@@ -17,6 +23,8 @@
  * add gathered parameters, unsharded gradients and buffers.
  */
 #include "parallel/train-int.h"
+#include "parallel/layout.h"
+#include "parallel/schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -81,15 +89,52 @@ uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum s
 
 double par_b_params(const struct builder *b)
 {
-	return par_model_params(b->t->model);
+	return b->params;
 }
 
 double par_b_layer_params(const struct builder *b, int l)
 {
 	const struct par_model *m = b->t->model;
 	if (l < 0)
-		return par_embedding_params(m) + par_head_params(m);
-	return par_layer_is_moe(m, (unsigned)l) ? par_moe_layer_params(m) : par_layer_params(m);
+		return (par_embedding_params(m) + par_head_params(m)) / b->tp;
+	double p = par_layer_is_moe(m, (unsigned)l) ? par_moe_layer_params(m) : par_layer_params(m);
+	return p / b->tp;
+}
+
+/* The virtual stages of this program's stage: chunk c is vs = c p + s. */
+static uint32_t vstage(const struct builder *b, unsigned chunk)
+{
+	return chunk * b->pp + b->stage;
+}
+
+static void stage_range(const struct builder *b, uint32_t vs, uint32_t *first, uint32_t *count)
+{
+	char err[256];
+	if (par_stage_layers(b->t->layout, b->t->model->layers, vs, first, count, err,
+			     sizeof(err)) < 0)
+		BUG("%s", err);  /* scn_validate checked the split */
+}
+
+/* Parameters this rank holds: its stage's layers, the embedding on the first
+ * virtual stage, the head on the last (with tied embeddings and a pipeline,
+ * the last stage keeps its own copy of the embedding, as Megatron does). */
+static double stage_params(const struct builder *b)
+{
+	const struct par_model *m = b->t->model;
+	uint32_t V = b->pp * b->vpp;
+	double p = 0;
+	for (unsigned c = 0; c < b->vpp; c++) {
+		uint32_t vs = vstage(b, c), first, count;
+		stage_range(b, vs, &first, &count);
+		for (uint32_t l = first; l < first + count; l++)
+			p += par_b_layer_params(b, (int)l);
+		if (vs == 0)
+			p += par_embedding_params(m) / b->tp;
+		if (vs == V - 1)
+			p += (par_head_params(m) + (m->tied_embeddings && V > 1
+						     ? par_embedding_params(m) : 0)) / b->tp;
+	}
+	return p;
 }
 
 void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
@@ -106,14 +151,91 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 
 /* ---- the compute stream -------------------------------------------------- */
 
+/* "mb3" or "mb3.c1": which micro-batch (and chunk) an op belongs to. */
+static void mb_label(const struct builder *b, char *buf, size_t len)
+{
+	if (b->vpp > 1)
+		snprintf(buf, len, "mb%u.c%u", b->mb, b->chunk);
+	else
+		snprintf(buf, len, "mb%u", b->mb);
+}
+
+/*
+ * Megatron's tensor-parallel collectives, by kernel: which collective goes
+ * before or after it in the forward (or recomputed forward) and backward.
+ * Without sequence parallelism: an all-reduce after each row-parallel matmul
+ * (attention output, MLP down) in the forward and after each column-parallel
+ * input gradient (QKV, MLP up) in the backward. With it: all-gather before the
+ * column-parallel matmuls and reduce-scatter after the row-parallel ones,
+ * mirrored in the backward. Vocabulary-parallel embedding and loss add theirs.
+ */
+struct tp_rule {
+	const char *kernel;
+	uint8_t backward, before, sp;   /* sp: 0 without SP, 1 with it */
+	enum sim_coll_op op;
+	uint8_t loss;                   /* bytes: 8 per token, not an activation */
+};
+
+static const struct tp_rule tp_rules[] = {
+	{ "attn_out", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_down", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "qkv_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_gate_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "embed", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "lm_head_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "qkv", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_gate_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "attn_out", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_down", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "attn_out_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_down_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "qkv_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_gate_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "embed", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "lm_head", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "lm_head_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "cross_entropy", 0, 0, 0, SIM_COLL_ALLREDUCE, 1 },
+	{ "cross_entropy", 0, 0, 1, SIM_COLL_ALLREDUCE, 1 },
+};
+
+/* Issue the tensor-parallel collectives a kernel needs before or after it. */
+static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
+		    const char *where)
+{
+	if (b->tp < 2)
+		return;
+	int bwd = ph == PAR_BWD && !o->recompute;
+	const struct par_training *tr = b->t->training;
+	double T = (double)tr->seq * tr->micro_batch;
+	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
+		const struct tp_rule *r = &tp_rules[i];
+		if (r->backward != bwd || r->before != before || r->sp != b->sp ||
+		    strcmp(r->kernel, o->name))
+			continue;
+		char name[96], mb[24];
+		mb_label(b, mb, sizeof(mb));
+		snprintf(name, sizeof(name), "tp.%s.%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd",
+			 o->name, sim_coll_op_name(r->op));
+		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
+		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
+		b->wait_for = par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute);
+	}
+}
+
 /* Append a list of model ops to the compute stream; returns the last index. */
 static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, size_t n)
 {
 	const struct par_train *t = b->t;
+	char mb[24];
+	mb_label(b, mb, sizeof(mb));
 	for (size_t i = 0; i < n; i++) {
 		const struct par_op *o = &b->ops[i];
 		char name[96];
-		snprintf(name, sizeof(name), "%s.mb%u.%s.%s%s", where, b->mb,
+		tp_hook(b, o, ph, 1, where);
+		snprintf(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
 			 ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
@@ -124,14 +246,16 @@ static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, si
 		}
 		if (b->reduce && o->params > 0 && b->dp->grads)
 			b->dp->grads(b, o->params, b->last_compute);
+		tp_hook(b, o, ph, 0, where);
 	}
 	return b->last_compute;
 }
 
 void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
 {
-	char n[96];
-	snprintf(n, sizeof(n), "%s.mb%u", name, b->mb);
+	char n[96], mb[24];
+	mb_label(b, mb, sizeof(mb));
+	snprintf(n, sizeof(n), "%s.%s", name, mb);
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, n, 0, 0, 0);
 	sim_program_mem(b->prog, cat, bytes);
 	if (b->wait_for != NO_OP) {
@@ -146,12 +270,25 @@ typedef size_t (*ops_fn)(const struct par_model *, const struct par_training *, 
 
 static size_t fetch(struct builder *b, ops_fn fn, enum par_phase ph)
 {
-	size_t n = fn(b->t->model, b->t->training, 1, ph, NULL, 0);
+	size_t n = fn(b->t->model, b->t->training, b->tp, ph, NULL, 0);
 	if (n > b->cap) {
 		b->cap = n;
 		b->ops = xreallocarray(b->ops, n, sizeof(*b->ops));
 	}
-	return fn(b->t->model, b->t->training, 1, ph, b->ops, n);
+	return fn(b->t->model, b->t->training, b->tp, ph, b->ops, n);
+}
+
+/* The layer's kernels, with sequence parallelism when it is on. */
+static size_t fetch_layer(struct builder *b, enum par_phase ph)
+{
+	const struct par_model *m = b->t->model;
+	const struct par_training *tr = b->t->training;
+	size_t n = par_layer_ops_sp(m, tr, b->tp, b->sp, ph, NULL, 0);
+	if (n > b->cap) {
+		b->cap = n;
+		b->ops = xreallocarray(b->ops, n, sizeof(*b->ops));
+	}
+	return par_layer_ops_sp(m, tr, b->tp, b->sp, ph, b->ops, n);
 }
 
 static void hook_begin(struct builder *b, int l, enum par_phase ph)
@@ -172,18 +309,18 @@ static void layer_forward(struct builder *b, unsigned l)
 	char where[32];
 	snprintf(where, sizeof(where), "L%u", l);
 	hook_begin(b, (int)l, PAR_FWD);
-	emit(b, where, PAR_FWD, fetch(b, par_layer_ops, PAR_FWD));
+	emit(b, where, PAR_FWD, fetch_layer(b, PAR_FWD));
 	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS,
-			par_layer_activation_bytes(t->model, t->training, 1, false));
+			par_layer_activation_bytes(t->model, t->training, b->tp, b->sp));
 	hook_end(b, (int)l, PAR_FWD);
 }
 
 static void layer_backward(struct builder *b, unsigned l)
 {
 	const struct par_train *t = b->t;
-	double kept = par_layer_activation_bytes(t->model, t->training, 1, false);
-	double peak = par_layer_activation_peak_bytes(t->model, t->training, 1, false);
-	size_t n = fetch(b, par_layer_ops, PAR_BWD), re = 0;
+	double kept = par_layer_activation_bytes(t->model, t->training, b->tp, b->sp);
+	double peak = par_layer_activation_peak_bytes(t->model, t->training, b->tp, b->sp);
+	size_t n = fetch_layer(b, PAR_BWD), re = 0;
 	char where[32];
 	snprintf(where, sizeof(where), "L%u", l);
 	while (re < n && b->ops[re].recompute)
@@ -205,26 +342,76 @@ static void layer_backward(struct builder *b, unsigned l)
 	hook_end(b, (int)l, PAR_BWD);
 }
 
-static void micro_batch(struct builder *b)
+/* A pipeline message: activations forward, gradients backward. */
+static uint32_t p2p(struct builder *b, int send, int act, uint32_t peer, uint32_t after)
+{
+	const struct par_training *tr = b->t->training;
+	double bytes = 2.0 * tr->seq * tr->micro_batch * b->t->model->hidden / (b->sp ? b->tp : 1);
+	char name[96], mb[24];
+	mb_label(b, mb, sizeof(mb));
+	snprintf(name, sizeof(name), "pp.%s.%s.%s", mb, send ? "send" : "recv", act ? "act" : "grad");
+	unsigned stream = send ? (act ? STREAM_SEND_NEXT : STREAM_SEND_PREV)
+			       : (act ? STREAM_RECV_PREV : STREAM_RECV_NEXT);
+	uint32_t i = send ? sim_program_send(b->prog, stream, name, SLOT_PP, peer, bytes)
+			  : sim_program_recv(b->prog, stream, name, SLOT_PP, peer, bytes);
+	sim_program_tag(b->prog, act ? TAG_ACT : TAG_GRAD);
+	if (after != NO_OP)
+		sim_program_dep(b->prog, after);
+	return i;
+}
+
+static uint32_t prev_stage(const struct builder *b) { return (b->stage + b->pp - 1) % b->pp; }
+static uint32_t next_stage(const struct builder *b) { return (b->stage + 1) % b->pp; }
+
+/* The forward pass of micro-batch b->mb through chunk b->chunk. */
+static void forward_pass(struct builder *b)
 {
 	const struct par_train *t = b->t;
-	double logits = par_logits_bytes(t->model, t->training, 1);
-	hook_begin(b, -1, PAR_FWD);
-	emit(b, "embed", PAR_FWD, fetch(b, par_embed_ops, PAR_FWD));
-	for (unsigned l = 0; l < t->model->layers; l++)
+	uint32_t vs = vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
+	stage_range(b, vs, &first, &count);
+	if (vs > 0)
+		b->wait_for = p2p(b, 0, 1, prev_stage(b), NO_OP);
+	if (vs == 0) {
+		hook_begin(b, -1, PAR_FWD);
+		emit(b, "embed", PAR_FWD, fetch(b, par_embed_ops, PAR_FWD));
+	}
+	for (uint32_t l = first; l < first + count; l++)
 		layer_forward(b, l);
-	emit(b, "head", PAR_FWD, fetch(b, par_head_ops, PAR_FWD));
-	sim_program_mem(b->prog, PAR_MEM_LOGITS, logits);
-	hook_end(b, -1, PAR_FWD);
-	hook_begin(b, -1, PAR_BWD);
-	emit(b, "head", PAR_BWD, fetch(b, par_head_ops, PAR_BWD));
-	sim_program_mem(b->prog, PAR_MEM_LOGITS, -logits);
-	for (unsigned l = t->model->layers; l-- > 0;)
+	if (vs == V - 1) {
+		emit(b, "head", PAR_FWD, fetch(b, par_head_ops, PAR_FWD));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, par_logits_bytes(t->model, t->training, b->tp));
+		hook_end(b, -1, PAR_FWD);
+	} else {
+		p2p(b, 1, 1, next_stage(b), b->last_compute);
+	}
+}
+
+/* The backward pass of micro-batch b->mb through chunk b->chunk. */
+static void backward_pass(struct builder *b, int last_action)
+{
+	const struct par_train *t = b->t;
+	uint32_t vs = vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
+	stage_range(b, vs, &first, &count);
+	if (vs < V - 1)
+		b->wait_for = p2p(b, 0, 0, next_stage(b), NO_OP);
+	if (vs == V - 1) {
+		hook_begin(b, -1, PAR_BWD);
+		emit(b, "head", PAR_BWD, fetch(b, par_head_ops, PAR_BWD));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, -par_logits_bytes(t->model, t->training, b->tp));
+	}
+	for (uint32_t l = first + count; l-- > first;)
 		layer_backward(b, l);
-	uint32_t last = emit(b, "embed", PAR_BWD, fetch(b, par_embed_ops, PAR_BWD));
-	hook_end(b, -1, PAR_BWD);
+	if (vs == 0) {
+		emit(b, "embed", PAR_BWD, fetch(b, par_embed_ops, PAR_BWD));
+		hook_end(b, -1, PAR_BWD);
+	} else {
+		p2p(b, 1, 0, prev_stage(b), b->last_compute);
+	}
+	/* The pipeline phase of this stage ends with its last backward kernel. */
+	if (last_action)
+		sim_program_flags(b->prog, SIM_OP_MARK);
 	if (b->reduce && b->dp->backward_end)
-		b->dp->backward_end(b, last);
+		b->dp->backward_end(b, b->last_compute);
 }
 
 /* ---- the optimizer step --------------------------------------------------- */
@@ -278,24 +465,37 @@ static uint32_t host_step(struct builder *b, double params)
 				   sim_ps_from_s(2 * params / pcie), 0, 2 * params);
 }
 
-static struct sim_program *build_program(const struct par_train *t, struct builder *b)
+static struct sim_program *build_program(const struct par_train *t, struct builder *b,
+					 uint32_t stage)
 {
+	const struct par_layout *l = t->layout;
 	memset(b, 0, sizeof(*b));
 	b->t = t;
-	b->dp = dp_strategy(t->layout);
+	b->dp = dp_strategy(l);
 	b->prog = sim_program_new();
 	b->grad_elem = t->training->precision == PAR_FP32 ? 4 : 2;
 	b->dpn = dp_of(t);
-	b->nranks = b->dpn * t->layout->tp * t->layout->pp * t->layout->cp;
-	b->shard = t->layout->fsdp.enabled && t->layout->fsdp.hsdp
+	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
+	b->sp = l->sp && l->tp > 1;
+	b->nranks = b->dpn * l->tp * l->pp * l->cp;
+	b->shard = l->fsdp.enabled && l->fsdp.hsdp
 			   ? (t->cluster->kind == TOPO_IDEAL ? 1 : t->cluster->gpus_per_node)
 			   : b->dpn;
+	b->params = stage_params(b);
 	b->nmb = micro_batches(t);
 	b->wait_for = b->last_grad_comm = b->last_param_comm = b->last_compute = NO_OP;
-	for (b->mb = 0; b->mb < b->nmb; b->mb++) {
+	size_t n = 2 * (size_t)b->nmb * b->vpp;
+	struct par_action *acts = xmalloc(n * sizeof(*acts));
+	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
+	for (size_t i = 0; i < n; i++) {
+		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
 		b->reduce = b->dpn > 1 && (b->dp->reduce_every_mb || b->mb + 1 == b->nmb);
-		micro_batch(b);
+		if (acts[i].backward)
+			backward_pass(b, i + 1 == n);
+		else
+			forward_pass(b);
 	}
+	free(acts);
 	double params = step_params(b);
 	uint32_t step = t->layout->offload.enabled ? host_step(b, params) : gpu_step(b, params);
 	if (b->dp->after_step && b->dpn > 1)
@@ -312,13 +512,12 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 static int supported(const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
-	const char *what = l->tp > 1 ? "parallel.tp > 1" : l->pp > 1 ? "parallel.pp > 1"
-			 : l->cp > 1 ? "parallel.cp > 1" : l->ep > 1 ? "parallel.ep > 1"
+	const char *what = l->cp > 1 ? "parallel.cp > 1" : l->ep > 1 ? "parallel.ep > 1"
 			 : t->model->moe.experts ? "model.moe" : NULL;
 	if (what)
-		return sim_errf(err, errlen, "%s: this version simulates data parallelism (DDP, "
-				"ZeRO, FSDP) only; tensor, pipeline, context and expert "
-				"parallelism are not implemented yet", what);
+		return sim_errf(err, errlen, "%s: this version simulates data, tensor and "
+				"pipeline parallelism; context and expert parallelism are not "
+				"implemented yet", what);
 	if (l->offload.enabled && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
 		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
 				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
@@ -378,19 +577,28 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 	if (supported(t, err, errlen) < 0)
 		return -1;
 	report_static(t, out);
-	struct builder b;
-	struct sim_program *prog = build_program(t, &b);
-	memory_peak(&b, prog, &out->memory);
-	if (t->layout->offload.enabled) {
-		struct par_states st;
-		par_model_states(par_b_params(&b), t->training->precision, t->training->optimizer,
-				 t->layout->zero, b.shard, &st);
-		out->offload.saved_bytes = st.optimizer;
-		for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)
-			out->offload.host_s += sim_ps_to_s(
-				prog->ops[prog->stream_ops[STREAM_HOST][i]].dur_ps);
+	/* The busiest stage sets the memory: usually the first (1F1B keeps p
+	 * micro-batches in flight there, SPEC C23). */
+	for (uint32_t s = 0; s < t->layout->pp; s++) {
+		struct builder b;
+		struct par_memory m;
+		struct sim_program *prog = build_program(t, &b, s);
+		memory_peak(&b, prog, &m);
+		if (s == 0 || m.peak > out->memory.peak) {
+			out->memory = m;
+			out->busiest_stage = s;
+		}
+		if (s == 0 && t->layout->offload.enabled) {
+			struct par_states st;
+			par_model_states(par_b_params(&b), t->training->precision,
+					 t->training->optimizer, t->layout->zero, b.shard, &st);
+			out->offload.saved_bytes = st.optimizer;
+			for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)
+				out->offload.host_s += sim_ps_to_s(
+					prog->ops[prog->stream_ops[STREAM_HOST][i]].dur_ps);
+		}
+		sim_program_free(prog);
 	}
-	sim_program_free(prog);
 	return 0;
 }
 
@@ -411,8 +619,14 @@ static double hardware_flops_per_token(const struct par_train *t, double model)
 	}
 }
 
+/* Totals of every rank when the last step started, for the bubble. */
+struct step_marks {
+	sim_ps t0;
+	sim_ps *compute, *exposed;
+};
+
 static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
-		       struct par_report *r)
+		       const struct step_marks *last, struct par_report *r)
 {
 	uint32_t n = sim_nranks(sim), crit = 0;
 	for (uint32_t i = 1; i < n; i++)
@@ -432,9 +646,17 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 		 (r->gpus * peak);
 	r->breakdown.compute_s = sim_ps_to_s(st->compute_ps) / steps;
 	r->breakdown.exposed_comm_s = sim_ps_to_s(st->exposed_comm_ps) / steps;
-	r->breakdown.bubble_s = 0;
+	/* The bubble: the critical rank's idle time from the start of the (last)
+	 * step to its last backward kernel, the pipeline phase (SPEC C22). */
+	if (t->layout->pp > 1 && st->mark_ps > last->t0) {
+		sim_ps phase = st->mark_ps - last->t0;
+		sim_ps busy = (st->mark_compute_ps - last->compute[crit]) +
+			      (st->mark_exposed_ps - last->exposed[crit]);
+		r->pipeline_s = sim_ps_to_s(phase);
+		r->breakdown.bubble_s = sim_ps_to_s(phase - busy);
+	}
 	r->breakdown.idle_s = fmax(0, r->step_time_s - r->breakdown.compute_s -
-				      r->breakdown.exposed_comm_s);
+				      r->breakdown.exposed_comm_s - r->breakdown.bubble_s);
 	double peak_mem = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (sim_rank_stats(sim, i)->mem_peak > peak_mem) {
@@ -446,76 +668,146 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 	r->memory.fits = r->memory.peak <= r->memory.capacity;
 }
 
-/* The groups of the step: the DP group, and HSDP's shard and replica groups. */
-static void add_groups(struct sim *sim, const struct builder *b, uint32_t *slots)
+/* The coordinate of one kind of group (a slot) in c. */
+static uint32_t *coord_of(struct par_coords *c, unsigned slot)
 {
+	return slot == SLOT_TP ? &c->tp : slot == SLOT_PP ? &c->pp : slot == SLOT_CP ? &c->cp
+								: &c->dp;
+}
+
+static uint32_t size_of(const struct par_dims *d, unsigned slot)
+{
+	return slot == SLOT_TP ? d->tp : slot == SLOT_PP ? d->pp : slot == SLOT_CP ? d->cp : d->dp;
+}
+
+/*
+ * The groups of the step: for each kind (DP, TP, PP, CP), the ranks that
+ * share every other coordinate, in the order of theirs; HSDP's shard groups
+ * (the DP ranks of one node) and replica groups (one per local index).
+ */
+static void add_groups(struct sim *sim, const struct builder *b, const struct par_dims *d,
+		       uint32_t *slots)
+{
+	static const unsigned kinds[] = { SLOT_DP, SLOT_TP, SLOT_PP, SLOT_CP };
 	uint32_t n = b->nranks, *ranks = xmalloc(n * sizeof(uint32_t));
-	for (uint32_t r = 0; r < n; r++)
-		ranks[r] = r;
-	uint32_t world = sim_group_add(sim, ranks, n);
-	for (uint32_t r = 0; r < n; r++)
-		slots[r * 3 + SLOT_DP] = world;
-	uint32_t g = b->shard, nodes = n / g;
-	for (uint32_t x = 0; g < n && x < nodes; x++) {     /* shard: one node each */
-		uint32_t id = sim_group_add(sim, ranks + x * g, g);
-		for (uint32_t j = 0; j < g; j++)
-			slots[(x * g + j) * 3 + SLOT_SHARD] = id;
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+		uint32_t size = size_of(d, kinds[k]);
+		for (uint32_t r = 0; r < n; r++) {
+			struct par_coords c;
+			par_coords_of(d, r, &c);
+			if (*coord_of(&c, kinds[k]) != 0)
+				continue;  /* not the group's first member */
+			for (uint32_t i = 0; i < size; i++) {
+				*coord_of(&c, kinds[k]) = i;
+				ranks[i] = par_rank_of(d, &c);
+			}
+			uint32_t id = sim_group_add(sim, ranks, size);
+			for (uint32_t i = 0; i < size; i++)
+				slots[ranks[i] * NSLOTS + kinds[k]] = id;
+		}
 	}
-	for (uint32_t j = 0; g < n && j < g; j++) {         /* replicas: one rail each */
+	uint32_t g = b->shard, nodes = n / g;
+	for (uint32_t r = 0; r < n; r++)  /* without HSDP: the DP group */
+		slots[r * NSLOTS + SLOT_SHARD] = slots[r * NSLOTS + SLOT_REPLICA] =
+			slots[r * NSLOTS + SLOT_DP];
+	for (uint32_t x = 0; g < b->dpn && x < nodes; x++) {   /* HSDP (dp only) */
+		for (uint32_t j = 0; j < g; j++)
+			ranks[j] = x * g + j;
+		uint32_t id = sim_group_add(sim, ranks, g);
+		for (uint32_t j = 0; j < g; j++)
+			slots[(x * g + j) * NSLOTS + SLOT_SHARD] = id;
+	}
+	for (uint32_t j = 0; g < b->dpn && j < g; j++) {
 		for (uint32_t x = 0; x < nodes; x++)
 			ranks[x] = x * g + j;
 		uint32_t id = sim_group_add(sim, ranks, nodes);
 		for (uint32_t x = 0; x < nodes; x++)
-			slots[(x * g + j) * 3 + SLOT_REPLICA] = id;
+			slots[(x * g + j) * NSLOTS + SLOT_REPLICA] = id;
 	}
-	if (g >= n)
-		for (uint32_t r = 0; r < n; r++)
-			slots[r * 3 + SLOT_SHARD] = slots[r * 3 + SLOT_REPLICA] = world;
 	free(ranks);
+}
+
+/* Every stage's program; memory from the start for every rank. */
+static struct sim_program **build_stages(const struct par_train *t, struct sim *sim,
+					 const struct par_dims *d)
+{
+	struct sim_program **progs = xcalloc(d->pp, sizeof(*progs));
+	for (uint32_t s = 0; s < d->pp; s++) {
+		struct builder b;
+		double stat[PAR_MEM_NCATS];
+		progs[s] = build_program(t, &b, s);
+		static_memory(&b, stat);
+		for (uint32_t r = 0; r < sim_nranks(sim); r++) {
+			struct par_coords c;
+			par_coords_of(d, r, &c);
+			for (int k = 0; c.pp == s && k < PAR_MEM_NCATS; k++)
+				if (stat[k] > 0)
+					sim_rank_mem_add(sim, r, (unsigned)k, stat[k]);
+		}
+	}
+	return progs;
+}
+
+/* Run the steps one after another (each starts when the last ended). */
+static int run_steps(const struct par_train *t, struct sim *sim, const struct par_dims *d,
+		     struct sim_program **progs, const uint32_t *slots, sim_ps *end,
+		     struct step_marks *last)
+{
+	uint32_t n = sim_nranks(sim);
+	int rc = 0;
+	for (uint32_t s = 0; s < (t->steps ? t->steps : 1) && rc == 0; s++) {
+		last->t0 = sim_now(sim);
+		for (uint32_t r = 0; r < n; r++) {
+			struct par_coords c;
+			par_coords_of(d, r, &c);
+			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
+			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
+			sim_rank_start(sim, r, progs[c.pp], slots + (size_t)r * NSLOTS, NSLOTS);
+		}
+		rc = sim_run(sim);
+		for (uint32_t r = 0; r < n; r++)
+			if (sim_rank_end(sim, r) > *end)
+				*end = sim_rank_end(sim, r);
+	}
+	return rc;
 }
 
 int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
 {
 	if (par_train_plan(t, out, err, errlen) < 0)
 		return -1;
-	struct builder b;
-	struct sim_program *prog = build_program(t, &b);
-	uint32_t n = b.nranks;
+	struct par_dims d;
+	par_dims_of(t->layout, gpus_of(t->cluster), &d);
+	uint32_t n = out->gpus;
 	struct topo *topo = topo_new(t->cluster, n, err, errlen);
-	if (!topo) {
-		sim_program_free(prog);
+	if (!topo)
 		return -1;
-	}
 	struct sim *sim = sim_new(&t->sim, n, topo_sim_ops(), topo);
 	topo_attach(topo, sim);
 	if (t->rec)
 		sim_set_recorder(sim, t->rec, t->rec_ctx);
-	uint32_t *slots = xcalloc((size_t)n * 3, sizeof(uint32_t));
-	add_groups(sim, &b, slots);
-	double stat[PAR_MEM_NCATS];
-	static_memory(&b, stat);
-	for (uint32_t r = 0; r < n; r++)
-		for (int c = 0; c < PAR_MEM_NCATS; c++)
-			if (stat[c] > 0)
-				sim_rank_mem_add(sim, r, (unsigned)c, stat[c]);
-	int rc = 0;
+	struct builder b;
+	sim_program_free(build_program(t, &b, 0));  /* the builder's sizes */
+	uint32_t *slots = xcalloc((size_t)n * NSLOTS, sizeof(uint32_t));
+	add_groups(sim, &b, &d, slots);
+	struct sim_program **progs = build_stages(t, sim, &d);
+	struct step_marks last = {
+		.compute = xcalloc(n, sizeof(sim_ps)), .exposed = xcalloc(n, sizeof(sim_ps)),
+	};
 	sim_ps t0 = sim_now(sim), end = t0;
-	for (uint32_t s = 0; s < (t->steps ? t->steps : 1) && rc == 0; s++) {
-		for (uint32_t r = 0; r < n; r++)
-			sim_rank_start(sim, r, prog, slots + r * 3, 3);
-		rc = sim_run(sim);
-		for (uint32_t r = 0; r < n; r++)
-			if (sim_rank_end(sim, r) > end)
-				end = sim_rank_end(sim, r);
-	}
+	int rc = run_steps(t, sim, &d, progs, slots, &end, &last);
 	if (rc < 0)
 		snprintf(err, errlen, "%s", sim_error(sim));
 	else
-		report_run(t, sim, end - t0, out);
+		report_run(t, sim, end - t0, &last, out);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
+	for (uint32_t s = 0; s < d.pp; s++)
+		sim_program_free(progs[s]);
+	free(progs);
+	free(last.compute);
+	free(last.exposed);
 	free(slots);
-	sim_program_free(prog);
 	sim_free(sim);
 	topo_free(topo);
 	return rc;

@@ -72,6 +72,9 @@ struct par_report {
 		double host_s;            /* PCIe copies and the CPU step    */
 	} offload;
 	uint32_t critical_rank;
+	uint32_t busiest_stage;           /* the stage whose peak is reported */
+	double pipeline_s;                /* critical rank: step start to its
+					   * last backward kernel            */
 	uint64_t events;
 	sim_ps sim_end_ps;
 };

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parallel/layout.h"
+#include "parallel/schedule.h"
 #include "scenarios/scn-int.h"
 
 #ifndef CLUSTERSIM_DATADIR
@@ -267,9 +269,17 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 	if (m->kv_heads % p->tp && p->tp % m->kv_heads)
 		return sim_errf(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
 			    "divide the other", p->tp, m->kv_heads);
-	if (s->cluster.kind != TOPO_IDEAL && p->tp > s->cluster.gpus_per_node)
-		return sim_errf(err, errlen, "parallel.tp: %u is more than the %u GPUs of one NVLink "
-			    "domain (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
+	if (s->cluster.kind != TOPO_IDEAL && (p->tp > s->cluster.gpus_per_node ||
+					       s->cluster.gpus_per_node % p->tp)) {
+		char why[256];
+		snprintf(why, sizeof(why), "parallel.tp: groups of %u do not fit the NVLink domains "
+			 "of %u GPUs (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
+		if (!p->tp_across_nodes)
+			return sim_errf(err, errlen, "%s; set parallel.tp_across_nodes: true to "
+					"allow it", why);
+		snprintf(((struct scn *)s)->warnings, sizeof(s->warnings), "%s: tensor "
+			 "parallelism crosses the network", why);
+	}
 	if (have > TOPO_MAX_RANKS)
 		return sim_errf(err, errlen, "cluster: %llu GPUs, at most %u",
 			    (unsigned long long)have, TOPO_MAX_RANKS);
@@ -299,6 +309,27 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* Pipeline: layers split over (virtual) stages, the schedule's constraints;
+ * strategies that do not combine with a pipeline. */
+static int check_pipeline(const struct scn *s, uint32_t m, char *err, size_t errlen)
+{
+	const struct par_layout *p = &s->parallel;
+	uint32_t first, count, v = p->vpp ? p->vpp : 1;
+	for (uint32_t vs = 0; vs < p->pp * v; vs++)
+		if (par_stage_layers(p, s->model.layers, vs, &first, &count, err, errlen) < 0)
+			return -1;
+	if (par_schedule(p->schedule)->check(p->pp, m, v, err, errlen) < 0)
+		return -1;
+	if (p->pp > 1 && (p->zero >= 2 || p->fsdp.enabled))
+		return sim_errf(err, errlen, "parallel.pp: pipeline parallelism combines with DDP "
+				"and ZeRO-1 (Megatron's distributed optimizer), not with %s",
+				p->fsdp.enabled ? "FSDP" : p->zero == 2 ? "ZeRO-2" : "ZeRO-3");
+	if (p->fsdp.enabled && p->fsdp.hsdp && p->tp * p->cp * p->pp > 1)
+		return sim_errf(err, errlen, "parallel.fsdp.hsdp: HSDP is simulated with data "
+				"parallelism only (tp, cp and pp 1)");
+	return 0;
+}
+
 static int check_batch(const struct scn *s, char *err, size_t errlen)
 {
 	const struct par_training *t = &s->training;
@@ -310,7 +341,7 @@ static int check_batch(const struct scn *s, char *err, size_t errlen)
 	if (per % t->micro_batch)
 		return sim_errf(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
 			    "of each replica (global_batch / dp)", t->micro_batch, per);
-	return 0;
+	return check_pipeline(s, per / t->micro_batch, err, errlen);
 }
 
 int scn_validate(const struct scn *s, char *err, size_t errlen)

@@ -40,6 +40,7 @@ struct scn {
 	struct par_compute compute;
 	struct scn_sim sim;
 	char path[1024];          /* the scenario file ("" for none)          */
+	char warnings[1024];      /* what validation let pass but should say  */
 	char datadir[1024];       /* where calibration tables are found       */
 };
 

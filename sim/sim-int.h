@@ -41,6 +41,7 @@ struct sim_stream {
 	uint32_t rank;
 	uint8_t id;
 	uint8_t busy;
+	uint8_t counted;             /* counts as communication in progress */
 	uint32_t next;               /* head op: index into the stream list */
 	sim_ps start;
 };

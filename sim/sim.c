@@ -479,12 +479,33 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
 	r->since = sim->now;
 }
 
-static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream, int busy)
+/*
+ * A stream starts or ends an op. Communication counts from when it moves
+ * data: at once for a collective, but a send or receive that waits for its
+ * peer to post the other half counts only from the rendezvous
+ * (stream_moving), so a pipeline stage waiting for its input is idle, not
+ * communicating.
+ */
+static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream, int busy,
+			    int moving)
 {
+	struct sim_stream *s = &r->s[stream];
 	rank_account(sim, r);
-	r->s[stream].busy = (uint8_t)busy;
-	if (stream != SIM_STREAM_COMPUTE)
-		r->comm_busy = (uint8_t)(r->comm_busy + (busy ? 1 : -1));
+	s->busy = (uint8_t)busy;
+	if (stream == SIM_STREAM_COMPUTE)
+		return;
+	if (busy && moving && !s->counted)
+		r->comm_busy++, s->counted = 1;
+	if (!busy && s->counted)
+		r->comm_busy--, s->counted = 0;
+}
+
+/* A waiting send or receive of this stream has met its peer. */
+static void stream_moving(struct sim *sim, uint32_t rank, unsigned stream)
+{
+	struct sim_rank *r = &sim->ranks[rank];
+	if (!r->s[stream].counted)
+		stream_set_busy(sim, r, stream, 1, 1);
 }
 
 /* Change a category of the rank's memory; keep the peak and its breakdown. */
@@ -545,7 +566,7 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 		if (r->s[d->stream].next <= d->pos)
 			return;
 	}
-	stream_set_busy(sim, r, stream, 1);
+	stream_set_busy(sim, r, stream, 1, op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV);
 	s->start = sim->now;
 	switch (op->kind) {
 	case SIM_OP_COMPUTE:
@@ -578,7 +599,7 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	const struct sim_op *op = sim_stream_head(sim, rank, stream);
 	if (sim->rec)
 		sim->rec->op_done(sim->rec_ctx, rank, op, s->start, sim->now);
-	stream_set_busy(sim, r, stream, 0);
+	stream_set_busy(sim, r, stream, 0, 0);
 	if (op->mem_bytes != 0)
 		rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
 	if (op->flags & SIM_OP_MARK) {
@@ -757,6 +778,8 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 		uint32_t src = is_send ? rank : w.rank, dst = is_send ? w.rank : rank;
 		unsigned ss = is_send ? stream : w.stream, ds = is_send ? w.stream : stream;
 		double bytes = is_send ? op->bytes : sim_stream_head(sim, w.rank, w.stream)->bytes;
+		stream_moving(sim, src, ss);
+		stream_moving(sim, dst, ds);
 		struct sim_xfer *x = sim_xfer_start(sim, src, dst, bytes, p2p_arrived, NULL);
 		x->a = src, x->b = ss, x->c = dst, x->d = ds;
 		return;

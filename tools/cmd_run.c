@@ -135,6 +135,11 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
+	if (s->parallel.pp > 1)
+		printf("  pipeline    bubble %.4f of the pipeline phase (%.6f s, first forward to "
+		       "last backward of rank %u); memory peaks on stage %u\n",
+		       r->pipeline_s > 0 ? r->breakdown.bubble_s / r->pipeline_s : 0, r->pipeline_s,
+		       r->critical_rank, r->busiest_stage);
 }
 
 static void print_json(const struct par_report *r, double wall_s)
@@ -155,9 +160,10 @@ static void print_json(const struct par_report *r, double wall_s)
 	       r->strategy, r->offload.saved_bytes, r->offload.host_s);
 	if (m->fits)
 		printf("\"breakdown\":{\"compute_s\":%.9g,\"exposed_comm_s\":%.9g,\"bubble_s\":%.9g,"
-		       "\"idle_s\":%.9g},\"critical_rank\":%u,\"events\":%llu,",
-		       r->breakdown.compute_s, r->breakdown.exposed_comm_s, r->breakdown.bubble_s,
-		       r->breakdown.idle_s, r->critical_rank, (unsigned long long)r->events);
+		       "\"idle_s\":%.9g},\"pipeline_s\":%.9g,\"critical_rank\":%u,"
+		       "\"events\":%llu,", r->breakdown.compute_s, r->breakdown.exposed_comm_s,
+		       r->breakdown.bubble_s, r->breakdown.idle_s, r->pipeline_s,
+		       r->critical_rank, (unsigned long long)r->events);
 	printf("\"gpus\":%u,\"dp\":%u,\"micro_batches\":%u,\"params\":%.17g,"
 	       "\"flops_per_token\":%.17g,\"wall_s\":%.6f}\n", r->gpus, r->dp, r->micro_batches,
 	       r->params, r->flops_per_token, wall_s);
@@ -175,6 +181,7 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "exposed_comm_s", r->breakdown.exposed_comm_s },
 		{ "bubble_s", r->breakdown.bubble_s }, { "idle_s", r->breakdown.idle_s },
 		{ "critical_rank", r->critical_rank }, { "memory.peak", r->memory.peak },
+		{ "pipeline_s", r->pipeline_s }, { "busiest_stage", r->busiest_stage },
 		{ "memory.capacity", r->memory.capacity }, { "memory.fits", r->memory.fits },
 		{ "memory.model_states", r->memory.model_states },
 		{ "offload.saved_bytes", r->offload.saved_bytes },

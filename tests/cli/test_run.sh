@@ -134,13 +134,13 @@ expect_fail "fp8 on A100" "training.precision: A100-SXM-80GB has no fp8" "$LESSO
 expect_fail "tp over heads" "parallel.tp: 3 does not divide model.heads" "$LESSON" \
 	--set parallel.tp=3 --set cluster.nodes=3 --set parallel.dp=1 --set training.global_batch=3 \
 	--set training.micro_batch=1
-expect_fail "tp beyond NVLink" "parallel.tp: 16 is more than the 8 GPUs" "$H200" \
+expect_fail "tp beyond NVLink" "parallel.tp: groups of 16 do not fit the NVLink domains of 8 GPUs" "$H200" \
 	--set cluster.nodes=2 --set cluster.gpus_per_node=8 --set parallel.tp=16
 expect_fail "model.preset with a slash" "model.preset" "$LESSON" --set model.preset=../gpt3-1.3b
 expect_fail "--fidelity" "sim.fidelity: expected one of flow, analytic" "$LESSON" --fidelity exact
 expect_fail "--record" "sim.record: expected one of all, sample, none" "$LESSON" --record some
 expect_fail "efficiency above 1" "compute.efficiency" "$LESSON" --set compute.efficiency=2
-expect_fail "not implemented: pp" "parallel.pp > 1" "$LESSON" --set parallel.pp=2 --set parallel.dp=4
+expect_fail "not implemented: cp" "parallel.cp > 1" "$LESSON" --set parallel.cp=2 --set parallel.dp=4
 expect_fail "missing file" "cannot read" "$T/nope.yaml"
 
 f=$(printf 'cluster:\n  preset: ideal\nmodel:\n  preset: gpt3-1.3b\n  hiden: 2048\ntraining:\n  seq: 2048\n  global_batch: 8\n' |

@@ -685,7 +685,7 @@ static const struct bad_case bad_cases[] = {
 	{ .name = "tp-nvlink",
 	  .yaml = "cluster:\n  preset: dgx-h100\n  nodes: 2\n" GPT_8 "parallel:\n  tp: 16\n",
 	  .want = { "tp-nvlink.yaml: ",
-		    "parallel.tp: 16 is more than the 8 GPUs of one NVLink domain",
+		    "parallel.tp: groups of 16 do not fit the NVLink domains of 8 GPUs",
 		    "cluster.gpus_per_node" } },
 	{ .name = "pp-more-than-layers",
 	  .yaml = "cluster:\n  preset: ideal\n  nodes: 32\n" GPT_8 "parallel:\n  pp: 32\n",
