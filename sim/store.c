@@ -74,6 +74,7 @@ static const char store_schema[] =
 	"  rank INTEGER NOT NULL,\n"
 	"  node INTEGER,\n"
 	"  local_gpu INTEGER,\n"
+	"  tp INTEGER, cp INTEGER, pp INTEGER, dp INTEGER, ep INTEGER,\n"
 	"  PRIMARY KEY (run_id, rank));\n"
 	"CREATE TABLE IF NOT EXISTS ops (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -155,8 +156,8 @@ enum store_stmt {
 static const char *const store_sql[STMT_N] = {
 	[STMT_INSERT_RUN] = "INSERT INTO runs (created_utc, command, config, fidelity,"
 			    " status, ranks, version) VALUES (?, ?, ?, ?, 'running', ?, ?)",
-	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu)"
-			     " VALUES (?, ?, ?, ?)",
+	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu, tp, cp, pp, dp,"
+			     " ep) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_OP] = "INSERT INTO ops (run_id, rank, stream, kind, name,"
 			   " start_ps, end_ps, bytes, flops)"
 			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -494,7 +495,8 @@ int sim_store_metric(struct sim_store *st, const char *name, double value)
 }
 
 /* One ranks row: where a rank sits. */
-int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu)
+int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu,
+		   const uint32_t coords[5])
 {
 	if (store_check_run(st, "sim_store_rank") < 0)
 		return -1;
@@ -502,6 +504,11 @@ int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t 
 	sqlite3_bind_int64(s, 2, rank);
 	sqlite3_bind_int64(s, 3, node);
 	sqlite3_bind_int64(s, 4, local_gpu);
+	for (int i = 0; i < 5; i++)
+		if (coords)
+			sqlite3_bind_int64(s, 5 + i, coords[i]);
+		else
+			sqlite3_bind_null(s, 5 + i);
 	return store_row(st, s, "recording a rank");
 }
 

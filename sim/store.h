@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 1
+#define SIM_STORE_SCHEMA_VERSION 2
 
 /* Open (creating if needed) the database at path and its schema. NULL with err. */
 struct sim_store *sim_store_open(const char *path, char *err, size_t errlen);
@@ -42,8 +42,10 @@ int64_t sim_store_run_begin(struct sim_store *st, const char *command,
 /* The recorder: pass &sim_store_recorder with the store as ctx. */
 extern const struct sim_recorder_ops sim_store_recorder;
 
-/* One rank's placement. */
-int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu);
+/* One rank's placement and its tp, cp, pp, dp, ep coordinates (NULL: none,
+ * for runs without a parallel layout). */
+int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu,
+		   const uint32_t coords[5]);
 
 /* Every link with its totals; names come from the topology. */
 int sim_store_links(struct sim_store *st, const struct sim *sim,

@@ -238,7 +238,7 @@ static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 		sim_set_recorder(sim, &sim_store_recorder, st);
 		for (uint32_t r = 0; r < job->bench.nranks; r++)
 			sim_store_rank(st, r, topo_node_of(coll_bench_topo(b), r),
-				       topo_local_of(coll_bench_topo(b), r));
+				       topo_local_of(coll_bench_topo(b), r), NULL);
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -15,6 +15,7 @@
 
 #include "collectives/coll.h"
 #include "parallel/compute.h"
+#include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
@@ -35,6 +36,7 @@ static const struct cli_opt run_opts[] = {
 /* Record only some ranks (sample) into the store. */
 struct rec_filter {
 	struct sim_store *st;
+	struct par_dims dims;
 	uint32_t last;
 	int sample;
 };
@@ -64,9 +66,14 @@ static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem 
 static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen)
 {
 	struct rec_filter *f = ctx;
-	for (uint32_t r = 0; r < sim_nranks(sim); r++)
-		if (sim_store_rank(f->st, r, topo_node_of(topo, r), topo_local_of(topo, r)) < 0)
+	for (uint32_t r = 0; r < sim_nranks(sim); r++) {
+		struct par_coords c;
+		par_coords_of(&f->dims, r, &c);
+		const uint32_t coords[5] = { c.tp, c.cp, c.pp, c.dp, c.ep };
+		if (sim_store_rank(f->st, r, topo_node_of(topo, r), topo_local_of(topo, r),
+				   coords) < 0)
 			break;
+	}
 	if (sim_store_links(f->st, sim, topo_sim_ops(), topo) < 0) {
 		snprintf(err, errlen, "--db: %s", sim_store_error(f->st));
 		return -1;
@@ -261,6 +268,7 @@ static int run_run(struct cli_args *a)
 			return CLI_BADINPUT;
 		}
 		filter.st = st;
+		par_dims_of(&s.parallel, r.gpus, &filter.dims);
 		t.rec_ctx = &filter;
 		t.finish = rec_finish;
 		if (s.sim.record != SCN_RECORD_NONE)

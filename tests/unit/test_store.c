@@ -257,8 +257,8 @@ START_TEST(test_run_lifecycle)
 	ck_assert_msg(utc[4] == '-' && utc[10] == 'T' && utc[19] == 'Z', "created_utc %s", utc);
 	free(utc);
 
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0), 0);
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1), 0);
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), 0);
 	fake_op(st, 0, SIM_OP_COMPUTE, "L0.fwd.mb0", 0, 1000, 4e6, 8e9);
 	fake_op(st, 0, SIM_OP_COLL, "L0.allreduce", 1000, 3000, 1e9, 0);
 	fake_op(st, 0, SIM_OP_SEND, "pp.send", 3000, 3500, 2e6, 0);
@@ -344,7 +344,7 @@ START_TEST(test_run_fail)
 
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
 	ck_assert_int_gt(id, 0);
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0), 0);
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), 0);
 	fake_ops(st, 70000);  /* some rows are already committed */
 	struct sim_store_coll_row row = { .op = "allreduce", .algo = "ring", .ranks = 8 };
 	ck_assert_int_eq(sim_store_coll_result(st, &row), 0);
@@ -478,7 +478,7 @@ START_TEST(test_recorder_error)
 	fake_op(st, 0, SIM_OP_COMPUTE, "bad", 100, 200, 0, 0);
 	fake_ops(st, 10);  /* not written: the run is broken */
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM ops"), 10);
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0), -1);
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), -1);
 	ck_assert_int_eq(sim_store_run_end(st, 1000, 10, 0), -1);
 	ck_assert_msg(strstr(sim_store_error(st), "injected failure") != NULL,
 		      "error: %s", sim_store_error(st));
@@ -512,8 +512,8 @@ START_TEST(test_misuse)
 	ck_assert_int_eq(sim_store_run_begin(st, "run", "{}", "flow", 2), -1);
 	ck_assert_msg(strstr(sim_store_error(st), "in progress") != NULL,
 		      "error: %s", sim_store_error(st));
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1), 0);
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1), -1);  /* the same rank twice */
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), -1);  /* the same rank twice */
 	ck_assert_msg(strstr(sim_store_error(st), "UNIQUE") != NULL,
 		      "error: %s", sim_store_error(st));
 	ck_assert_int_eq(sim_store_run_end(st, 0, 0, 0), -1);
