@@ -1,0 +1,283 @@
+/*
+ * test_pipeline_spec.c - SPEC C20-C24 pinned by number: Megatron tensor
+ * parallelism's collectives and their cost against compute, the pipeline
+ * bubble of GPipe, 1F1B and interleaved 1F1B, activations in flight, and
+ * the [TP, CP, PP, DP] layout.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collectives/coll.h"
+#include "parallel/compute.h"
+#include "parallel/layout.h"
+#include "parallel/model.h"
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+
+#define MAX_SETS 24
+
+/* Scenario text: the idealised setting of SPEC.md on the ideal cluster. */
+static const char *ideal_yaml =
+	"cluster:\n  preset: ideal\n  nodes: 8\n  network:\n    bandwidth: 1PB/s\n"
+	"    latency: 0\n"
+	"model:\n  layers: 16\n  hidden: 8192\n  heads: 64\n  vocab: 8\n"
+	"training:\n  seq: 2048\n  global_batch: 32\n  micro_batch: 1\n"
+	"compute:\n  efficiency: 1\n  launch_overhead: 0\n";
+
+/* What rank `who` did, and every rank's largest activation footprint. */
+struct seen {
+	uint32_t who;
+	unsigned ncoll;
+	struct { char name[96]; double bytes, s; int coll; } coll[512];
+	double gemm_fwd_s;            /* forward GEMMs of layer 0, rank `who` */
+	double act_max[64];           /* activations at their highest, per rank */
+};
+
+static int is_gemm(const char *kernel)
+{
+	static const char *const g[] = { ".fwd.qkv", ".fwd.attn_out", ".fwd.mlp_up", ".fwd.mlp_down" };
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+		const char *p = strstr(kernel, g[i]);
+		if (p && p[strlen(g[i])] == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void see_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
+{
+	struct seen *w = ctx;
+	if (rank != w->who)
+		return;
+	if (op->kind == SIM_OP_COLL && strncmp(op->name, "tp.L0.mb0.", 10) == 0 && w->ncoll < 512) {
+		snprintf(w->coll[w->ncoll].name, sizeof(w->coll[0].name), "%s", op->name);
+		w->coll[w->ncoll].bytes = op->bytes;
+		w->coll[w->ncoll++].s = sim_ps_to_s(e - s);
+	}
+	if (op->kind == SIM_OP_COMPUTE && strncmp(op->name, "L0.mb0.", 7) == 0 && is_gemm(op->name))
+		w->gemm_fwd_s += sim_ps_to_s(e - s);
+}
+
+static void see_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
+{
+	struct seen *w = ctx;
+	(void)t;
+	if (cat == PAR_MEM_ACTIVATIONS && rank < 64 && bytes > w->act_max[rank])
+		w->act_max[rank] = bytes;
+}
+
+static const struct sim_recorder_ops see_ops = { .op_done = see_op, .mem = see_mem };
+
+static char scenario_path[256];
+
+static void write_scenario(void)
+{
+	snprintf(scenario_path, sizeof(scenario_path), "/tmp/test_pipeline_%d.yaml", (int)getpid());
+	FILE *f = fopen(scenario_path, "w");
+	ck_assert(f != NULL);
+	fputs(ideal_yaml, f);
+	fclose(f);
+}
+
+/* Run the ideal scenario with sets; rank `who` is watched. */
+static void run(const char *const *sets, size_t n, uint32_t who, struct par_report *r,
+		struct seen *w, struct scn *out)
+{
+	struct scn s;
+	char err[SCN_ERRLEN];
+	write_scenario();
+	ck_assert_msg(scn_load(&s, scenario_path, sets, n, err, sizeof(err)) == 0, "%s", err);
+	unlink(scenario_path);
+	struct par_compute_model *cm = par_compute_model_new(
+		&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision, s.datadir, err,
+		sizeof(err));
+	ck_assert_msg(cm != NULL, "%s", err);
+	memset(w, 0, sizeof(*w));
+	w->who = who;
+	struct par_train t = {
+		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
+		.cluster = &s.cluster, .steps = 1, .rec = &see_ops, .rec_ctx = w,
+	};
+	sim_config_init(&t.sim);
+	t.sim.algos = coll_algos;
+	ck_assert_msg(par_train_run(&t, r, err, sizeof(err)) == 0, "%s", err);
+	par_compute_model_free(cm);
+	if (out)
+		*out = s;
+}
+
+static unsigned count(const struct seen *w, const char *phase, const char *op, double bytes)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < w->ncoll; i++)
+		if (strstr(w->coll[i].name, phase) && strstr(w->coll[i].name, op) &&
+		    fabs(w->coll[i].bytes - bytes) < 1)
+			n++;
+	return n;
+}
+
+/* C20: per layer 2 all-reduces forward and 2 backward of s b h (bf16);
+ * with sequence parallelism each becomes a reduce-scatter and an all-gather. */
+START_TEST(c20_tp_collectives)
+{
+	const char *tp[] = { "parallel.tp=8", "parallel.dp=1", "training.global_batch=1" };
+	struct par_report r;
+	static struct seen w;
+	run(tp, 3, 0, &r, &w, NULL);
+	double sbh = 2.0 * 2048 * 8192;
+	ck_assert_msg(count(&w, ".fwd.", "allreduce", sbh) == 2 &&
+		      count(&w, ".bwd.", "allreduce", sbh) == 2 && w.ncoll == 4,
+		      "layer 0: %u collectives, %u forward and %u backward all-reduces of %.0f B",
+		      w.ncoll, count(&w, ".fwd.", "allreduce", sbh),
+		      count(&w, ".bwd.", "allreduce", sbh), sbh);
+	const char *sp[] = { "parallel.tp=8", "parallel.sp=true", "parallel.dp=1",
+			     "training.global_batch=1" };
+	run(sp, 4, 0, &r, &w, NULL);
+	ck_assert_msg(count(&w, ".fwd.", "reducescatter", sbh) == 2 &&
+		      count(&w, ".fwd.", "allgather", sbh) == 2 &&
+		      count(&w, ".bwd.", "reducescatter", sbh) == 2 &&
+		      count(&w, ".bwd.", "allgather", sbh) == 2 &&
+		      count(&w, "", "allreduce", sbh) == 0,
+		      "with SP: %u collectives in layer 0", w.ncoll);
+}
+END_TEST
+
+/* C21: TP communication over compute per layer (forward): (t-1) P / (3 h W). */
+START_TEST(c21_tp_ratio)
+{
+	const char *bws[] = { "cluster.network.bandwidth=450GB/s", "cluster.network.bandwidth=50GB/s" };
+	const double W[] = { 450e9, 50e9 }, want_spec[] = { 0.63, 5.63 };
+	for (int i = 0; i < 2; i++) {
+		const char *sets[] = { "parallel.tp=8", "parallel.dp=1", "training.global_batch=1",
+				       bws[i] };
+		struct par_report r;
+		static struct seen w;
+		run(sets, 4, 0, &r, &w, NULL);
+		double comm = 0;
+		for (unsigned k = 0; k < w.ncoll; k++)
+			if (strstr(w.coll[k].name, ".fwd."))
+				comm += w.coll[k].s;
+		double P = topo_gpu_find("H100-SXM-80GB")->bf16;
+		double want = 7 * P / (3 * 8192 * W[i]);
+		double got = comm / w.gemm_fwd_s;
+		ck_assert_msg(fabs(got - want) / want < 1e-3 && fabs(want - want_spec[i]) < 0.01,
+			      "W = %.0f GB/s: forward TP %.6g s / GEMMs %.6g s = %.5f; "
+			      "(t-1)P/(3hW) = %.5f", W[i] / 1e9, comm, w.gemm_fwd_s, got, want);
+	}
+}
+END_TEST
+
+/* C22: bubble (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(vm+p-1) interleaved.
+ * Long layers (64 of them, h = 16384) keep the embedding and head small. */
+static double bubble(const char *schedule, const char *vpp)
+{
+	const char *sets[] = { "parallel.pp=8", "parallel.dp=1", "model.layers=64",
+			       "model.hidden=16384", "model.heads=128", schedule, vpp };
+	struct par_report r;
+	static struct seen w;
+	run(sets, 7, 0, &r, &w, NULL);
+	ck_assert(r.pipeline_s > 0);
+	return r.breakdown.bubble_s / r.pipeline_s;
+}
+
+START_TEST(c22_bubble)
+{
+	double f1b1 = bubble("parallel.schedule=1f1b", "parallel.vpp=1");
+	double gpipe = bubble("parallel.schedule=gpipe", "parallel.vpp=1");
+	double inter = bubble("parallel.schedule=interleaved", "parallel.vpp=2");
+	ck_assert_msg(fabs(7.0 / 39 - 0.1795) < 5e-5 && fabs(7.0 / 71 - 0.0986) < 5e-5, "SPEC");
+	ck_assert_msg(fabs(f1b1 - 7.0 / 39) < 5e-4, "1F1B bubble %.5f, (p-1)/(m+p-1) = %.5f",
+		      f1b1, 7.0 / 39);
+	ck_assert_msg(fabs(gpipe - 7.0 / 39) < 5e-4, "GPipe bubble %.5f", gpipe);
+	ck_assert_msg(fabs(inter - 7.0 / 71) < 5e-4, "interleaved bubble %.5f, (p-1)/(vm+p-1) = "
+		      "%.5f", inter, 7.0 / 71);
+}
+END_TEST
+
+/* C23: GPipe holds m micro-batches' activations on every stage; 1F1B at most
+ * p - i on stage i. */
+START_TEST(c23_in_flight)
+{
+	const char *f1b1[] = { "parallel.pp=8", "parallel.dp=1", "parallel.schedule=1f1b" };
+	const char *gp[] = { "parallel.pp=8", "parallel.dp=1", "parallel.schedule=gpipe" };
+	struct par_report r;
+	struct scn s;
+	static struct seen w;
+	run(f1b1, 3, 0, &r, &w, &s);
+	double layer = par_layer_activation_bytes(&s.model, &s.training, 1, false);
+	double per_mb = 2 * layer;  /* two layers per stage */
+	for (uint32_t i = 0; i < 8; i++)
+		ck_assert_msg(fabs(w.act_max[i] / per_mb - (8 - i)) < 1e-9,
+			      "1F1B stage %u holds %.3f micro-batches, expected %u", i,
+			      w.act_max[i] / per_mb, 8 - i);
+	run(gp, 3, 0, &r, &w, &s);
+	for (uint32_t i = 0; i < 8; i++)
+		ck_assert_msg(fabs(w.act_max[i] / per_mb - 32) < 1e-9,
+			      "GPipe stage %u holds %.3f micro-batches, expected 32", i,
+			      w.act_max[i] / per_mb);
+}
+END_TEST
+
+/* C24: ranks are numbered TP fastest, then CP, PP, DP; TP groups must fit
+ * an NVLink domain unless allowed (then a warning); expert groups split the
+ * CP x DP ranks of one stage into consecutive groups of EP. */
+START_TEST(c24_layout)
+{
+	struct par_layout l = { .tp = 2, .cp = 2, .pp = 2, .dp = 4, .ep = 4, .vpp = 1 };
+	struct par_dims d;
+	par_dims_of(&l, 32, &d);
+	for (uint32_t r = 0; r < 32; r++) {
+		struct par_coords c;
+		par_coords_of(&d, r, &c);
+		ck_assert_uint_eq(c.tp, r % 2);
+		ck_assert_uint_eq(c.cp, (r / 2) % 2);
+		ck_assert_uint_eq(c.pp, (r / 4) % 2);
+		ck_assert_uint_eq(c.dp, r / 8);
+		ck_assert_uint_eq(c.ep, (c.dp * 2 + c.cp) % 4);
+		ck_assert_uint_eq(par_rank_of(&d, &c), r);
+	}
+	struct scn s;
+	char err[SCN_ERRLEN];
+	const char *bad[] = { "cluster.preset=dgx-h100", "cluster.nodes=2", "model.preset=gpt3-1.3b",
+			      "training.seq=2048", "training.global_batch=16", "parallel.tp=16" };
+	ck_assert_int_eq(scn_load(&s, NULL, bad, 6, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "parallel.tp") && strstr(err, "NVLink"), "%s", err);
+	const char *ok[] = { "cluster.preset=dgx-h100", "cluster.nodes=2", "model.preset=gpt3-1.3b",
+			     "training.seq=2048", "training.global_batch=16", "parallel.tp=16",
+			     "parallel.tp_across_nodes=true" };
+	ck_assert_msg(scn_load(&s, NULL, ok, 7, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(strstr(s.warnings, "crosses the network"), "warning: '%s'", s.warnings);
+}
+END_TEST
+
+static Suite *spec_suite(void)
+{
+	Suite *s = suite_create("SPEC C20-C24 (tensor and pipeline parallelism)");
+	const struct {
+		const char *name;
+		const TTest *test;
+	} items[] = {
+		{ "C20", c20_tp_collectives }, { "C21", c21_tp_ratio }, { "C22", c22_bubble },
+		{ "C23", c23_in_flight }, { "C24", c24_layout },
+	};
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+		TCase *tc = tcase_create(items[i].name);
+		tcase_set_timeout(tc, 300);
+		_tcase_add_test(tc, items[i].test, 0, 0, 0, 1);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(spec_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
