@@ -20,7 +20,7 @@
 enum {
 	STREAM_COMPUTE = SIM_STREAM_COMPUTE, STREAM_GRAD = 1, STREAM_PARAM = 2,
 	STREAM_HOST = 3, STREAM_TP = 4, STREAM_SEND_NEXT = 5, STREAM_SEND_PREV = 6,
-	STREAM_RECV_PREV = 7, STREAM_RECV_NEXT = 8,
+	STREAM_RECV_PREV = 7, STREAM_RECV_NEXT = 8, STREAM_CP_SEND = 9, STREAM_CP_RECV = 10,
 };
 /* Group slots of a rank: the data-parallel group, for HSDP the shard group
  * (inside a node) and the replica group (across nodes), and the tensor,
@@ -28,7 +28,7 @@ enum {
 enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2, SLOT_TP = 3, SLOT_PP = 4, SLOT_CP = 5,
        NSLOTS = 6 };
 /* Send/recv tags: activations forward, gradients backward. */
-enum { TAG_ACT = 0, TAG_GRAD = 1 };
+enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
 #define NO_OP UINT32_MAX
 
@@ -43,6 +43,9 @@ struct builder {
 	uint32_t nranks, dpn;        /* ranks; data-parallel group size    */
 	uint32_t shard;              /* ranks a parameter is sharded over  */
 	uint32_t tp, pp, vpp, stage; /* this program's pipeline stage      */
+	uint32_t cp, cpi;            /* context-parallel size; this rank's  */
+	struct par_training local;   /* the training run as one CP rank sees
+				      * it: seq / cp tokens per sequence     */
 	int sp;                      /* sequence parallelism               */
 	double params;               /* parameters this rank holds         */
 	unsigned mb, nmb;            /* micro-batch being built; how many  */

@@ -208,7 +208,7 @@ static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph
 	if (b->tp < 2)
 		return;
 	int bwd = ph == PAR_BWD && !o->recompute;
-	const struct par_training *tr = b->t->training;
+	const struct par_training *tr = &b->local;
 	double T = (double)tr->seq * tr->micro_batch;
 	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
 		const struct tp_rule *r = &tp_rules[i];
@@ -225,6 +225,128 @@ static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph
 	}
 }
 
+/* ---- context parallelism ------------------------------------------------- */
+
+/* One attention kernel of `flops` on the compute stream. */
+static uint32_t attn_kernel(struct builder *b, const struct par_op *like, const char *name,
+			    double flops, double bytes)
+{
+	struct par_op o = *like;
+	o.flops = flops;
+	o.bytes = bytes;
+	sim_ps d = sim_ps_from_s(par_compute_time_s(b->t->compute, &o));
+	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, flops, bytes);
+	if (b->wait_for != NO_OP) {
+		sim_program_dep(b->prog, b->wait_for);
+		b->wait_for = NO_OP;
+	}
+	return b->last_compute;
+}
+
+/*
+ * How much of a full block (c queries x c keys) CP rank r computes in ring
+ * round k under the causal mask (SPEC C26). Contiguous blocks: rank r holds
+ * block r and sees block r - k; half the diagonal block in round 0, a whole
+ * block while r >= k, nothing once the block index wraps (idle). Zig-zag:
+ * rank r holds chunks r and 2N-1-r and computes half a block every round.
+ */
+static double ring_share(const struct builder *b, uint32_t k)
+{
+	if (b->t->layout->cp_algo == PAR_CP_ZIGZAG || k == 0)
+		return 0.5;
+	return b->cpi >= k ? 1.0 : 0.0;
+}
+
+/*
+ * Ring attention (SPEC C25): each rank keeps its queries and passes K/V
+ * blocks around the CP ring, N rounds; round k computes against the block
+ * received in round k-1 while the next block travels. The backward passes
+ * K/V and their gradients (twice the bytes) and computes 2.5x.
+ */
+static void ring_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)
+{
+	const struct par_model *m = b->t->model;
+	uint32_t N = b->cp, next = (b->cpi + 1) % N, prev = (b->cpi + N - 1) % N;
+	double c = b->local.seq, bt = b->local.micro_batch;
+	double heads = (double)m->heads / b->tp, kv = m->kv_heads >= b->tp ? (double)m->kv_heads / b->tp : 1;
+	double full = 4.0 * bt * heads * c * c * m->head_dim * (bwd ? 2.5 : 1);
+	double kv_bytes = 2.0 * 2 * bt * c * kv * m->head_dim * (bwd ? 2 : 1);
+	double q_bytes = 2.0 * 2 * bt * c * heads * m->head_dim;
+	char name[128], mb[24];
+	mb_label(b, mb, sizeof(mb));
+	uint32_t start = b->last_compute, recv = NO_OP;
+	for (uint32_t k = 0; k < N; k++) {
+		if (k + 1 < N) {  /* pass the block on; receive the next one */
+			snprintf(name, sizeof(name), "cp.%s.%s.%s.ring%u.send", where, mb,
+				 bwd ? "bwd" : "fwd", k);
+			sim_program_send(b->prog, STREAM_CP_SEND, name, SLOT_CP, next, kv_bytes);
+			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
+			uint32_t after = k ? recv : start;
+			if (after != NO_OP)
+				sim_program_dep(b->prog, after);
+			snprintf(name, sizeof(name), "cp.%s.%s.%s.ring%u.recv", where, mb,
+				 bwd ? "bwd" : "fwd", k);
+			uint32_t r = sim_program_recv(b->prog, STREAM_CP_RECV, name, SLOT_CP, prev,
+						      kv_bytes);
+			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
+			if (k == 0 && start != NO_OP)
+				sim_program_dep(b->prog, start);
+			if (k)
+				b->wait_for = recv;  /* round k computes what round k-1 got */
+			double share = ring_share(b, k);
+			snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
+				 o->name, k);
+			if (share > 0)
+				attn_kernel(b, o, name, share * full, q_bytes + kv_bytes);
+			recv = r;
+			continue;
+		}
+		b->wait_for = recv;
+		snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
+			 o->name, k);
+		double share = ring_share(b, k);
+		if (share > 0 || N == 1)
+			attn_kernel(b, o, name, share * full, q_bytes + kv_bytes);
+		else
+			par_b_mem(b, "cp.masked", PAR_MEM_ACTIVATIONS, 0);  /* takes the wait */
+	}
+}
+
+/*
+ * Ulysses (SPEC C27): an all-to-all turns sequence shards into head shards
+ * (Q, K, V in), attention runs on the whole sequence for heads / N, and an
+ * all-to-all turns the output back; the backward mirrors both.
+ */
+static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)
+{
+	const struct par_model *m = b->t->model;
+	double c = b->local.seq, bt = b->local.micro_batch, N = b->cp;
+	double heads = (double)m->heads / b->tp, kv = (double)m->kv_heads / b->tp;
+	double qkv = 2.0 * bt * c * (heads + 2 * kv) * m->head_dim, out = 2.0 * bt * c * heads * m->head_dim;
+	char name[128], mb[24];
+	mb_label(b, mb, sizeof(mb));
+	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.in.alltoall", where, mb, bwd ? "bwd" : "fwd");
+	b->wait_for = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				 bwd ? out : qkv, b->last_compute);
+	struct par_op full = *o;
+	full.heads = (unsigned)(heads / N > 1 ? heads / N : 1);
+	full.seq = (unsigned)(c * N);
+	snprintf(name, sizeof(name), "%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd", o->name);
+	/* All N c tokens for heads / N: the same FLOPs as the local op times N. */
+	attn_kernel(b, &full, name, o->flops * N, o->bytes);
+	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.out.alltoall", where, mb, bwd ? "bwd" : "fwd");
+	b->wait_for = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				 bwd ? qkv : out, b->last_compute);
+}
+
+static void cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)
+{
+	if (b->t->layout->cp_algo == PAR_CP_ULYSSES)
+		ulysses_attention(b, o, bwd, where);
+	else
+		ring_attention(b, o, bwd, where);
+}
+
 /* Append a list of model ops to the compute stream; returns the last index. */
 static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, size_t n)
 {
@@ -234,6 +356,10 @@ static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, si
 	for (size_t i = 0; i < n; i++) {
 		const struct par_op *o = &b->ops[i];
 		char name[96];
+		if (b->cp > 1 && o->cls == PAR_OP_ATTENTION) {
+			cp_attention(b, o, ph == PAR_BWD && !o->recompute, where);
+			continue;
+		}
 		tp_hook(b, o, ph, 1, where);
 		snprintf(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
 			 ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
@@ -270,19 +396,19 @@ typedef size_t (*ops_fn)(const struct par_model *, const struct par_training *, 
 
 static size_t fetch(struct builder *b, ops_fn fn, enum par_phase ph)
 {
-	size_t n = fn(b->t->model, b->t->training, b->tp, ph, NULL, 0);
+	size_t n = fn(b->t->model, &b->local, b->tp, ph, NULL, 0);
 	if (n > b->cap) {
 		b->cap = n;
 		b->ops = xreallocarray(b->ops, n, sizeof(*b->ops));
 	}
-	return fn(b->t->model, b->t->training, b->tp, ph, b->ops, n);
+	return fn(b->t->model, &b->local, b->tp, ph, b->ops, n);
 }
 
 /* The layer's kernels, with sequence parallelism when it is on. */
 static size_t fetch_layer(struct builder *b, enum par_phase ph)
 {
 	const struct par_model *m = b->t->model;
-	const struct par_training *tr = b->t->training;
+	const struct par_training *tr = &b->local;
 	size_t n = par_layer_ops_sp(m, tr, b->tp, b->sp, ph, NULL, 0);
 	if (n > b->cap) {
 		b->cap = n;
@@ -311,15 +437,15 @@ static void layer_forward(struct builder *b, unsigned l)
 	hook_begin(b, (int)l, PAR_FWD);
 	emit(b, where, PAR_FWD, fetch_layer(b, PAR_FWD));
 	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS,
-			par_layer_activation_bytes(t->model, t->training, b->tp, b->sp));
+			par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp));
 	hook_end(b, (int)l, PAR_FWD);
 }
 
 static void layer_backward(struct builder *b, unsigned l)
 {
 	const struct par_train *t = b->t;
-	double kept = par_layer_activation_bytes(t->model, t->training, b->tp, b->sp);
-	double peak = par_layer_activation_peak_bytes(t->model, t->training, b->tp, b->sp);
+	double kept = par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
+	double peak = par_layer_activation_peak_bytes(t->model, &b->local, b->tp, b->sp);
 	size_t n = fetch_layer(b, PAR_BWD), re = 0;
 	char where[32];
 	snprintf(where, sizeof(where), "L%u", l);
@@ -345,7 +471,7 @@ static void layer_backward(struct builder *b, unsigned l)
 /* A pipeline message: activations forward, gradients backward. */
 static uint32_t p2p(struct builder *b, int send, int act, uint32_t peer, uint32_t after)
 {
-	const struct par_training *tr = b->t->training;
+	const struct par_training *tr = &b->local;
 	double bytes = 2.0 * tr->seq * tr->micro_batch * b->t->model->hidden / (b->sp ? b->tp : 1);
 	char name[96], mb[24];
 	mb_label(b, mb, sizeof(mb));
@@ -379,7 +505,7 @@ static void forward_pass(struct builder *b)
 		layer_forward(b, l);
 	if (vs == V - 1) {
 		emit(b, "head", PAR_FWD, fetch(b, par_head_ops, PAR_FWD));
-		sim_program_mem(b->prog, PAR_MEM_LOGITS, par_logits_bytes(t->model, t->training, b->tp));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, par_logits_bytes(t->model, &b->local, b->tp));
 		hook_end(b, -1, PAR_FWD);
 	} else {
 		p2p(b, 1, 1, next_stage(b), b->last_compute);
@@ -397,7 +523,7 @@ static void backward_pass(struct builder *b, int last_action)
 	if (vs == V - 1) {
 		hook_begin(b, -1, PAR_BWD);
 		emit(b, "head", PAR_BWD, fetch(b, par_head_ops, PAR_BWD));
-		sim_program_mem(b->prog, PAR_MEM_LOGITS, -par_logits_bytes(t->model, t->training, b->tp));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, -par_logits_bytes(t->model, &b->local, b->tp));
 	}
 	for (uint32_t l = first + count; l-- > first;)
 		layer_backward(b, l);
@@ -466,7 +592,7 @@ static uint32_t host_step(struct builder *b, double params)
 }
 
 static struct sim_program *build_program(const struct par_train *t, struct builder *b,
-					 uint32_t stage)
+					 uint32_t stage, uint32_t cpi)
 {
 	const struct par_layout *l = t->layout;
 	memset(b, 0, sizeof(*b));
@@ -474,14 +600,17 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->dp = dp_strategy(l);
 	b->prog = sim_program_new();
 	b->grad_elem = t->training->precision == PAR_FP32 ? 4 : 2;
-	b->dpn = dp_of(t);
+	b->dpn = dp_of(t) * l->cp;  /* gradients are reduced over DP x CP */
 	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
 	b->sp = l->sp && l->tp > 1;
-	b->nranks = b->dpn * l->tp * l->pp * l->cp;
+	b->nranks = b->dpn * l->tp * l->pp;
 	b->shard = l->fsdp.enabled && l->fsdp.hsdp
 			   ? (t->cluster->kind == TOPO_IDEAL ? 1 : t->cluster->gpus_per_node)
 			   : b->dpn;
 	b->params = stage_params(b);
+	b->cp = l->cp, b->cpi = cpi;
+	b->local = *t->training;
+	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
 	b->nmb = micro_batches(t);
 	b->wait_for = b->last_grad_comm = b->last_param_comm = b->last_compute = NO_OP;
 	size_t n = 2 * (size_t)b->nmb * b->vpp;
@@ -512,12 +641,12 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 static int supported(const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
-	const char *what = l->cp > 1 ? "parallel.cp > 1" : l->ep > 1 ? "parallel.ep > 1"
-			 : t->model->moe.experts ? "model.moe" : NULL;
+	const char *what = l->ep > 1 ? "parallel.ep > 1" : t->model->moe.experts ? "model.moe"
+										: NULL;
 	if (what)
-		return sim_errf(err, errlen, "%s: this version simulates data, tensor and "
-				"pipeline parallelism; context and expert parallelism are not "
-				"implemented yet", what);
+		return sim_errf(err, errlen, "%s: this version simulates data, tensor, pipeline "
+				"and context parallelism; expert parallelism is not implemented "
+				"yet", what);
 	if (l->offload.enabled && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
 		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
 				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
@@ -582,7 +711,7 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 	for (uint32_t s = 0; s < t->layout->pp; s++) {
 		struct builder b;
 		struct par_memory m;
-		struct sim_program *prog = build_program(t, &b, s);
+		struct sim_program *prog = build_program(t, &b, s, 0);
 		memory_peak(&b, prog, &m);
 		if (s == 0 || m.peak > out->memory.peak) {
 			out->memory = m;
@@ -677,7 +806,21 @@ static uint32_t *coord_of(struct par_coords *c, unsigned slot)
 
 static uint32_t size_of(const struct par_dims *d, unsigned slot)
 {
-	return slot == SLOT_TP ? d->tp : slot == SLOT_PP ? d->pp : slot == SLOT_CP ? d->cp : d->dp;
+	return slot == SLOT_TP ? d->tp : slot == SLOT_PP ? d->pp : slot == SLOT_CP ? d->cp
+								: d->dp * d->cp;
+}
+
+/* Member i of the group of kind `slot` that rank coordinates c belong to.
+ * The data-parallel group spans CP too: CP ranks hold the same parameters,
+ * so gradients are reduced (and ZeRO shards) over DP x CP, as in Megatron. */
+static void member_of(const struct par_dims *d, unsigned slot, uint32_t i, struct par_coords *c)
+{
+	if (slot == SLOT_DP) {
+		c->cp = i % d->cp;
+		c->dp = i / d->cp;
+	} else {
+		*coord_of(c, slot) = i;
+	}
 }
 
 /*
@@ -695,10 +838,10 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 		for (uint32_t r = 0; r < n; r++) {
 			struct par_coords c;
 			par_coords_of(d, r, &c);
-			if (*coord_of(&c, kinds[k]) != 0)
+			if (*coord_of(&c, kinds[k]) != 0 || (kinds[k] == SLOT_DP && c.cp != 0))
 				continue;  /* not the group's first member */
 			for (uint32_t i = 0; i < size; i++) {
-				*coord_of(&c, kinds[k]) = i;
+				member_of(d, kinds[k], i, &c);
 				ranks[i] = par_rank_of(d, &c);
 			}
 			uint32_t id = sim_group_add(sim, ranks, size);
@@ -731,20 +874,23 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 static struct sim_program **build_stages(const struct par_train *t, struct sim *sim,
 					 const struct par_dims *d)
 {
-	struct sim_program **progs = xcalloc(d->pp, sizeof(*progs));
-	for (uint32_t s = 0; s < d->pp; s++) {
-		struct builder b;
-		double stat[PAR_MEM_NCATS];
-		progs[s] = build_program(t, &b, s);
-		static_memory(&b, stat);
-		for (uint32_t r = 0; r < sim_nranks(sim); r++) {
-			struct par_coords c;
-			par_coords_of(d, r, &c);
-			for (int k = 0; c.pp == s && k < PAR_MEM_NCATS; k++)
-				if (stat[k] > 0)
-					sim_rank_mem_add(sim, r, (unsigned)k, stat[k]);
+	/* One program per stage and CP rank: causal ring attention gives CP
+	 * ranks different work; otherwise they are identical. */
+	struct sim_program **progs = xcalloc((size_t)d->pp * d->cp, sizeof(*progs));
+	for (uint32_t s = 0; s < d->pp; s++)
+		for (uint32_t ci = 0; ci < d->cp; ci++) {
+			struct builder b;
+			double stat[PAR_MEM_NCATS];
+			progs[s * d->cp + ci] = build_program(t, &b, s, ci);
+			static_memory(&b, stat);
+			for (uint32_t r = 0; r < sim_nranks(sim); r++) {
+				struct par_coords c;
+				par_coords_of(d, r, &c);
+				for (int k = 0; c.pp == s && c.cp == ci && k < PAR_MEM_NCATS; k++)
+					if (stat[k] > 0)
+						sim_rank_mem_add(sim, r, (unsigned)k, stat[k]);
+			}
 		}
-	}
 	return progs;
 }
 
@@ -762,7 +908,8 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 			par_coords_of(d, r, &c);
 			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
 			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
-			sim_rank_start(sim, r, progs[c.pp], slots + (size_t)r * NSLOTS, NSLOTS);
+			sim_rank_start(sim, r, progs[c.pp * d->cp + c.cp], slots + (size_t)r * NSLOTS,
+				       NSLOTS);
 		}
 		rc = sim_run(sim);
 		for (uint32_t r = 0; r < n; r++)
@@ -787,7 +934,7 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	if (t->rec)
 		sim_set_recorder(sim, t->rec, t->rec_ctx);
 	struct builder b;
-	sim_program_free(build_program(t, &b, 0));  /* the builder's sizes */
+	sim_program_free(build_program(t, &b, 0, 0));  /* the builder's sizes */
 	uint32_t *slots = xcalloc((size_t)n * NSLOTS, sizeof(uint32_t));
 	add_groups(sim, &b, &d, slots);
 	struct sim_program **progs = build_stages(t, sim, &d);
@@ -802,7 +949,7 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 		report_run(t, sim, end - t0, &last, out);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
-	for (uint32_t s = 0; s < d.pp; s++)
+	for (uint32_t s = 0; s < d.pp * d.cp; s++)
 		sim_program_free(progs[s]);
 	free(progs);
 	free(last.compute);

@@ -297,6 +297,17 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 			    "parallel.pp >= 2 and parallel.schedule: interleaved", p->vpp);
 	if (p->pp > m->layers)
 		return sim_errf(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
+	if (p->cp > 1 && p->cp_algo == PAR_CP_ULYSSES &&
+	    (m->kv_heads < p->tp || (m->kv_heads / p->tp) % p->cp))
+		return sim_errf(err, errlen, "parallel.cp: Ulysses splits the %u key/value heads of "
+				"each tensor-parallel rank (model.kv_heads %u / parallel.tp %u) over "
+				"the CP ranks: %u does not divide them; use cp_algo ring or zigzag",
+				m->kv_heads >= p->tp ? m->kv_heads / p->tp : 0, m->kv_heads, p->tp,
+				p->cp);
+	if (p->cp > 1 && p->cp_algo == PAR_CP_ZIGZAG && s->training.seq % (2 * p->cp))
+		return sim_errf(err, errlen, "parallel.cp: zig-zag cuts training.seq (%u) into "
+				"2 x %u chunks: expected a multiple of %u", s->training.seq, p->cp,
+				2 * p->cp);
 	if (s->training.seq % p->cp)
 		return sim_errf(err, errlen, "parallel.cp: %u does not divide training.seq (%u)", p->cp,
 			    s->training.seq);
