@@ -173,6 +173,11 @@ double par_moe_layer_params(const struct par_model *m)
 	return moe_params(m, m->moe.experts);
 }
 
+double par_expert_params(const struct par_model *m)
+{
+	return mlp_params(m, m->moe.expert_ffn ? m->moe.expert_ffn : m->ffn);
+}
+
 int par_layer_is_moe(const struct par_model *m, unsigned i)
 {
 	unsigned every = m->moe.every ? m->moe.every : 1;

@@ -24,6 +24,8 @@ double par_layer_params(const struct par_model *m);
 /* Parameters of one MoE layer: attention, norms, router (h x experts),
  * routed and shared experts. */
 double par_moe_layer_params(const struct par_model *m);
+/* Parameters of one expert's MLP (width moe.expert_ffn, or ffn). */
+double par_expert_params(const struct par_model *m);
 /* Is layer i (0-based) an MoE layer? */
 int par_layer_is_moe(const struct par_model *m, unsigned i);
 /* Input embedding V*h (+ learned positions for GPT: none here). */
@@ -76,6 +78,8 @@ struct par_op {
 	unsigned seq;        /* ATTENTION: sequence length                  */
 	int causal;          /* ATTENTION                                   */
 	int recompute;       /* a forward op recomputed during backward     */
+	int expert;          /* BWD: its gradients belong to the rank's experts
+			      * (reduced over the expert-data-parallel group) */
 	double params;       /* BWD: parameters (on this rank) whose gradient
 			      * this op completes: a weight-gradient GEMM,
 			      * or the norms/biases the layer's last op

@@ -26,7 +26,7 @@ enum {
  * (inside a node) and the replica group (across nodes), and the tensor,
  * pipeline and context-parallel groups. */
 enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2, SLOT_TP = 3, SLOT_PP = 4, SLOT_CP = 5,
-       NSLOTS = 6 };
+       SLOT_EP = 6, SLOT_EDP = 7, NSLOTS = 8 };
 /* Send/recv tags: activations forward, gradients backward. */
 enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
@@ -62,6 +62,10 @@ struct builder {
 	uint32_t last_param_comm;    /* last parameter collective, or NO_OP */
 	uint32_t *gather;            /* per unit: its forward gather op    */
 	unsigned units, unit_layers;
+	int moe_layer;               /* the MoE layer being built, or -1   */
+	double expert_grads;         /* its expert gradient bytes so far   */
+	double *moe_factor;          /* per layer: routing load (0: unset) */
+	double *moe_dropped;         /* per layer: share of tokens dropped */
 };
 
 /*

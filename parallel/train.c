@@ -24,6 +24,7 @@
  */
 #include "parallel/train-int.h"
 #include "parallel/layout.h"
+#include "parallel/moe.h"
 #include "parallel/schedule.h"
 
 #include <math.h>
@@ -97,8 +98,11 @@ double par_b_layer_params(const struct builder *b, int l)
 	const struct par_model *m = b->t->model;
 	if (l < 0)
 		return (par_embedding_params(m) + par_head_params(m)) / b->tp;
-	double p = par_layer_is_moe(m, (unsigned)l) ? par_moe_layer_params(m) : par_layer_params(m);
-	return p / b->tp;
+	if (!par_layer_is_moe(m, (unsigned)l))
+		return par_layer_params(m) / b->tp;
+	/* An MoE layer: the rank holds experts / ep of the routed experts. */
+	double ep = b->t->layout->ep ? b->t->layout->ep : 1, e = par_expert_params(m);
+	return (par_moe_layer_params(m) - m->moe.experts * e * (1 - 1 / ep)) / b->tp;
 }
 
 /* The virtual stages of this program's stage: chunk c is vs = c p + s. */
@@ -347,15 +351,41 @@ static void cp_attention(struct builder *b, const struct par_op *o, int bwd, con
 		ring_attention(b, o, bwd, where);
 }
 
+static void moe_block(struct builder *b, const char *where, int bwd);
+
+/* Is this kernel part of a dense MLP (replaced by experts in an MoE layer)? */
+static int mlp_kernel(const char *name)
+{
+	static const char *const mlp[] = { "mlp_up", "mlp_gate_up", "gelu", "swiglu", "mlp_down" };
+	for (size_t i = 0; i < ARRAY_SIZE(mlp); i++) {
+		size_t n = strlen(mlp[i]);
+		if (!strncmp(name, mlp[i], n) && (!name[n] || name[n] == '_'))
+			return 1;
+	}
+	return 0;
+}
+
 /* Append a list of model ops to the compute stream; returns the last index. */
-static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, size_t n)
+static uint32_t emit_ops(struct builder *b, const char *where, enum par_phase ph,
+			 const struct par_op *ops, size_t n)
 {
 	const struct par_train *t = b->t;
 	char mb[24];
+	int moe_done = 0;
 	mb_label(b, mb, sizeof(mb));
 	for (size_t i = 0; i < n; i++) {
-		const struct par_op *o = &b->ops[i];
+		const struct par_op *o = &ops[i];
 		char name[96];
+		if (b->moe_layer >= 0 && mlp_kernel(o->name)) {
+			/* An MoE layer: the experts replace the dense MLP, once per
+			 * pass (the recomputed forward has its own). */
+			int bwd = ph == PAR_BWD && !o->recompute;
+			if (moe_done != 1 + bwd) {
+				moe_block(b, where, bwd);
+				moe_done = 1 + bwd;
+			}
+			continue;
+		}
 		if (b->cp > 1 && o->cls == PAR_OP_ATTENTION) {
 			cp_attention(b, o, ph == PAR_BWD && !o->recompute, where);
 			continue;
@@ -370,11 +400,102 @@ static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, si
 			sim_program_dep(b->prog, b->wait_for);
 			b->wait_for = NO_OP;
 		}
-		if (b->reduce && o->params > 0 && b->dp->grads)
+		if (b->reduce && o->params > 0 && o->expert)
+			b->expert_grads += o->params * b->grad_elem;
+		else if (b->reduce && o->params > 0 && b->dp->grads)
 			b->dp->grads(b, o->params, b->last_compute);
 		tp_hook(b, o, ph, 0, where);
 	}
 	return b->last_compute;
+}
+
+static uint32_t emit(struct builder *b, const char *where, enum par_phase ph, size_t n)
+{
+	return emit_ops(b, where, ph, b->ops, n);
+}
+
+/* ---- mixture of experts ---------------------------------------------------- */
+
+/* The routing load of the current MoE layer (moe.c), computed once per layer. */
+static double moe_factor(struct builder *b)
+{
+	if (!b->moe_factor) {
+		b->moe_factor = xcalloc(b->t->model->layers, sizeof(double));
+		b->moe_dropped = xcalloc(b->t->model->layers, sizeof(double));
+	}
+	unsigned l = (unsigned)b->moe_layer;
+	if (b->moe_factor[l] == 0) {
+		struct par_moe_load load;
+		par_moe_load(b->t->model, b->t->layout->ep, b->t->seed, l, &load);
+		b->moe_factor[l] = load.factor;
+		b->moe_dropped[l] = load.dropped;
+	}
+	return b->moe_factor[l];
+}
+
+static void moe_part(struct builder *b, const char *where, int part, enum par_phase ph)
+{
+	struct par_op ops[8];
+	size_t n = par_moe_ops(b->t->model, &b->local, b->tp, b->t->layout->ep, moe_factor(b),
+			       part, ph, ops, ARRAY_SIZE(ops));
+	int layer = b->moe_layer;
+	b->moe_layer = -1;  /* these are the experts, not a dense MLP */
+	emit_ops(b, where, ph, ops, n);
+	b->moe_layer = layer;
+}
+
+/* Dispatch or combine: every token's hidden state to (or from) its top-k
+ * experts over the EP group: T k h bytes (bf16) each rank holds (SPEC C28). */
+static void moe_alltoall(struct builder *b, const char *where, const char *what, int bwd)
+{
+	if (b->t->layout->ep < 2)
+		return;
+	const struct par_model *m = b->t->model;
+	double T = (double)b->local.seq * b->local.micro_batch;
+	char name[128], mb[24];
+	mb_label(b, mb, sizeof(mb));
+	snprintf(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
+	b->wait_for = par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
+				 2.0 * T * m->moe.top_k * m->hidden, b->last_compute);
+}
+
+/* The MoE MLP: router, dispatch, the rank's experts, combine, shared experts;
+ * the backward in reverse, then the expert gradients reduced over the ranks
+ * that hold the same experts. */
+static void moe_block(struct builder *b, const char *where, int bwd)
+{
+	if (!bwd) {
+		moe_part(b, where, 0, PAR_FWD);
+		moe_alltoall(b, where, "dispatch", 0);
+		moe_part(b, where, 1, PAR_FWD);
+		moe_alltoall(b, where, "combine", 0);
+		moe_part(b, where, 2, PAR_FWD);
+		return;
+	}
+	moe_part(b, where, 2, PAR_BWD);
+	moe_alltoall(b, where, "combine", 1);
+	moe_part(b, where, 1, PAR_BWD);
+	moe_alltoall(b, where, "dispatch", 1);
+	moe_part(b, where, 0, PAR_BWD);
+	uint32_t edp = b->dpn / b->t->layout->ep;
+	if (b->expert_grads > 0 && edp > 1) {
+		char name[128], mb[24];
+		mb_label(b, mb, sizeof(mb));
+		snprintf(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
+		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_EDP,
+					       b->expert_grads, b->last_compute);
+	}
+	b->expert_grads = 0;
+}
+
+/* What an MoE layer keeps: a dense layer whose MLP is k (routed, scaled by
+ * the load) plus the shared experts' width. */
+static double moe_activation_bytes(struct builder *b)
+{
+	struct par_model m = *b->t->model;
+	double f = m.moe.expert_ffn ? m.moe.expert_ffn : m.ffn;
+	m.ffn = (uint32_t)(f * (m.moe.top_k * moe_factor(b) + m.moe.shared_experts));
+	return par_layer_activation_bytes(&m, &b->local, b->tp, b->sp);
 }
 
 void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
@@ -435,17 +556,24 @@ static void layer_forward(struct builder *b, unsigned l)
 	char where[32];
 	snprintf(where, sizeof(where), "L%u", l);
 	hook_begin(b, (int)l, PAR_FWD);
+	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
 	emit(b, where, PAR_FWD, fetch_layer(b, PAR_FWD));
-	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS,
-			par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp));
+	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, b->moe_layer >= 0 ? moe_activation_bytes(b)
+			: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp));
+	b->moe_layer = -1;
 	hook_end(b, (int)l, PAR_FWD);
 }
 
 static void layer_backward(struct builder *b, unsigned l)
 {
 	const struct par_train *t = b->t;
-	double kept = par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
-	double peak = par_layer_activation_peak_bytes(t->model, &b->local, b->tp, b->sp);
+	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
+	double kept = b->moe_layer >= 0 ? moe_activation_bytes(b)
+					: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
+	double peak = b->moe_layer >= 0 && t->training->recompute == PAR_RECOMPUTE_FULL
+			      ? kept : par_layer_activation_peak_bytes(t->model, &b->local, b->tp, b->sp);
+	if (b->moe_layer >= 0 && t->training->recompute == PAR_RECOMPUTE_FULL)
+		kept = par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
 	size_t n = fetch_layer(b, PAR_BWD), re = 0;
 	char where[32];
 	snprintf(where, sizeof(where), "L%u", l);
@@ -465,6 +593,7 @@ static void layer_backward(struct builder *b, unsigned l)
 		emit(b, where, PAR_BWD, n);
 		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -kept);
 	}
+	b->moe_layer = -1;
 	hook_end(b, (int)l, PAR_BWD);
 }
 
@@ -613,6 +742,7 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
 	b->nmb = micro_batches(t);
 	b->wait_for = b->last_grad_comm = b->last_param_comm = b->last_compute = NO_OP;
+	b->moe_layer = -1;
 	size_t n = 2 * (size_t)b->nmb * b->vpp;
 	struct par_action *acts = xmalloc(n * sizeof(*acts));
 	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
@@ -632,7 +762,9 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	free(b->ops);
 	free(b->held);
 	free(b->gather);
-	b->ops = NULL, b->held = NULL, b->gather = NULL;
+	free(b->moe_factor);
+	free(b->moe_dropped);
+	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
 	return b->prog;
 }
 
@@ -641,12 +773,13 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 static int supported(const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
-	const char *what = l->ep > 1 ? "parallel.ep > 1" : t->model->moe.experts ? "model.moe"
-										: NULL;
-	if (what)
-		return sim_errf(err, errlen, "%s: this version simulates data, tensor, pipeline "
-				"and context parallelism; expert parallelism is not implemented "
-				"yet", what);
+	if (t->model->moe.experts && (l->zero >= 2 || l->fsdp.enabled))
+		return sim_errf(err, errlen, "model.moe: mixture-of-experts layers are simulated "
+				"with DDP or ZeRO-1 (Megatron's distributed optimizer), not with %s",
+				l->fsdp.enabled ? "FSDP" : l->zero == 2 ? "ZeRO-2" : "ZeRO-3");
+	if (l->ep > 1 && !t->model->moe.experts)
+		return sim_errf(err, errlen, "parallel.ep: expert parallelism needs an MoE model "
+				"(model.moe.experts)");
 	if (l->offload.enabled && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
 		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
 				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
@@ -701,11 +834,51 @@ static void report_static(const struct par_train *t, struct par_report *r)
 	r->strategy = dp_strategy(t->layout)->name;
 }
 
+/* Seconds of the rank's expert kernels (forward and backward) at a load. */
+static double expert_time(const struct par_train *t, const struct par_training *local,
+			  double factor)
+{
+	struct par_op ops[16];
+	double s = 0;
+	for (int ph = 0; ph < 2; ph++) {
+		size_t n = par_moe_ops(t->model, local, t->layout->tp, t->layout->ep, factor, 1,
+				       (enum par_phase)ph, ops, ARRAY_SIZE(ops));
+		for (size_t i = 0; i < n; i++)
+			s += par_compute_time_s(t->compute, &ops[i]);
+	}
+	return s;
+}
+
+/* Routing: the mean load of the busiest EP rank, tokens dropped, and what
+ * the imbalance adds to a stage's step (the busiest GPU sets the time). */
+static void moe_report(const struct par_train *t, struct par_report *r)
+{
+	const struct par_model *m = t->model;
+	if (!m->moe.experts)
+		return;
+	struct par_training local = *t->training;
+	local.seq /= t->layout->cp;
+	double f = 0, d = 0, extra = 0, base = expert_time(t, &local, 1);
+	unsigned n = 0;
+	for (unsigned l = 0; l < m->layers; l++) {
+		if (!par_layer_is_moe(m, l))
+			continue;
+		struct par_moe_load ld;
+		par_moe_load(m, t->layout->ep, t->seed, l, &ld);
+		f += ld.factor, d += ld.dropped, n++;
+		extra += expert_time(t, &local, ld.factor) - base;
+	}
+	r->moe.imbalance = n ? f / n : 1;
+	r->moe.dropped = n ? d / n : 0;
+	r->moe.imbalance_s = extra * r->micro_batches / t->layout->pp;
+}
+
 int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
 {
 	if (supported(t, err, errlen) < 0)
 		return -1;
 	report_static(t, out);
+	moe_report(t, out);
 	/* The busiest stage sets the memory: usually the first (1F1B keeps p
 	 * micro-batches in flight there, SPEC C23). */
 	for (uint32_t s = 0; s < t->layout->pp; s++) {
@@ -824,6 +997,41 @@ static void member_of(const struct par_dims *d, unsigned slot, uint32_t i, struc
 }
 
 /*
+ * Expert groups (SPEC C24): within one stage, the DP x CP ranks of equal TP
+ * index (member j = cp + C dp) split into consecutive groups of EP; the
+ * expert-data-parallel group of a rank holds the ranks with its experts
+ * (equal j mod EP). Without experts both are the rank alone.
+ */
+static void add_expert_groups(struct sim *sim, const struct builder *b, const struct par_dims *d,
+			      uint32_t *slots, uint32_t *ranks)
+{
+	uint32_t ep = d->ep, n = d->dp * d->cp, edp = n / ep;
+	for (uint32_t tp = 0; tp < d->tp; tp++)
+		for (uint32_t pp = 0; pp < d->pp; pp++) {
+			struct par_coords c = { .tp = tp, .pp = pp };
+			for (uint32_t g = 0; g < edp; g++) {    /* EP: consecutive */
+				for (uint32_t i = 0; i < ep; i++) {
+					member_of(d, SLOT_DP, g * ep + i, &c);
+					ranks[i] = par_rank_of(d, &c);
+				}
+				uint32_t id = sim_group_add(sim, ranks, ep);
+				for (uint32_t i = 0; i < ep; i++)
+					slots[ranks[i] * NSLOTS + SLOT_EP] = id;
+			}
+			for (uint32_t e = 0; e < ep; e++) {     /* EDP: strided */
+				for (uint32_t g = 0; g < edp; g++) {
+					member_of(d, SLOT_DP, g * ep + e, &c);
+					ranks[g] = par_rank_of(d, &c);
+				}
+				uint32_t id = sim_group_add(sim, ranks, edp);
+				for (uint32_t g = 0; g < edp; g++)
+					slots[ranks[g] * NSLOTS + SLOT_EDP] = id;
+			}
+		}
+	(void)b;
+}
+
+/*
  * The groups of the step: for each kind (DP, TP, PP, CP), the ranks that
  * share every other coordinate, in the order of theirs; HSDP's shard groups
  * (the DP ranks of one node) and replica groups (one per local index).
@@ -849,6 +1057,7 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 				slots[ranks[i] * NSLOTS + kinds[k]] = id;
 		}
 	}
+	add_expert_groups(sim, b, d, slots, ranks);
 	uint32_t g = b->shard, nodes = n / g;
 	for (uint32_t r = 0; r < n; r++)  /* without HSDP: the DP group */
 		slots[r * NSLOTS + SLOT_SHARD] = slots[r * NSLOTS + SLOT_REPLICA] =

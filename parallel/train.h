@@ -39,6 +39,7 @@ struct par_train {
 	const struct topo_config *cluster;
 	struct sim_config sim;            /* fidelity, chunk, algorithms     */
 	uint32_t steps;                   /* steps to simulate (>= 1)        */
+	uint64_t seed;                    /* random draws (MoE routing)      */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
 	/* Called once the steps have run, before the sim is freed (to store
@@ -67,6 +68,11 @@ struct par_report {
 	struct {                          /* the critical rank, per step     */
 		double compute_s, exposed_comm_s, bubble_s, idle_s;
 	} breakdown;
+	struct {                          /* mixture of experts              */
+		double imbalance;         /* busiest EP rank's load / even, mean over layers */
+		double dropped;           /* share of routed tokens dropped  */
+		double imbalance_s;       /* expert time the imbalance adds per step */
+	} moe;
 	struct {                          /* ZeRO-Offload, when enabled      */
 		double saved_bytes;       /* optimizer states off the GPU    */
 		double host_s;            /* PCIe copies and the CPU step    */

@@ -132,6 +132,11 @@ static void print_text(const struct scn *s, const struct par_report *r)
 		print_bytes(label, mem->bytes[c]);
 	}
 	printf("\n");
+	if (s->model.moe.experts)
+		printf("  experts     %u experts, top %u, EP %u: the busiest GPU routes %.3fx the even "
+		       "share (%.1f %% of tokens dropped over capacity), adding %.6f s per step\n",
+		       s->model.moe.experts, s->model.moe.top_k, s->parallel.ep, r->moe.imbalance,
+		       100 * r->moe.dropped, r->moe.imbalance_s);
 	if (s->parallel.offload.enabled)
 		printf("  offload     %.2f GB of optimizer states on the CPU; PCIe copies and the CPU "
 		       "step take %.6f s per step\n", r->offload.saved_bytes / 1e9, r->offload.host_s);
@@ -165,6 +170,8 @@ static void print_json(const struct par_report *r, double wall_s)
 	       m->model_states, m->peak, m->capacity, m->fits ? "true" : "false");
 	printf("\"strategy\":\"%s\",\"offload\":{\"saved_bytes\":%.17g,\"host_s\":%.9g},",
 	       r->strategy, r->offload.saved_bytes, r->offload.host_s);
+	printf("\"moe\":{\"imbalance\":%.9g,\"dropped\":%.9g,\"imbalance_s\":%.9g},",
+	       r->moe.imbalance, r->moe.dropped, r->moe.imbalance_s);
 	if (m->fits)
 		printf("\"breakdown\":{\"compute_s\":%.9g,\"exposed_comm_s\":%.9g,\"bubble_s\":%.9g,"
 		       "\"idle_s\":%.9g},\"pipeline_s\":%.9g,\"critical_rank\":%u,"
@@ -192,6 +199,8 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "memory.capacity", r->memory.capacity }, { "memory.fits", r->memory.fits },
 		{ "memory.model_states", r->memory.model_states },
 		{ "offload.saved_bytes", r->offload.saved_bytes },
+		{ "moe.imbalance", r->moe.imbalance }, { "moe.dropped", r->moe.dropped },
+		{ "moe.imbalance_s", r->moe.imbalance_s },
 		{ "offload.host_s", r->offload.host_s },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
@@ -247,7 +256,7 @@ static int run_run(struct cli_args *a)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", s.path, err);
 	struct par_train t = {
 		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = s.sim.steps,
+		.cluster = &s.cluster, .steps = s.sim.steps, .seed = s.sim.seed,
 	};
 	sim_config_init(&t.sim);
 	t.sim.fidelity = s.sim.fidelity;

@@ -140,7 +140,7 @@ expect_fail "model.preset with a slash" "model.preset" "$LESSON" --set model.pre
 expect_fail "--fidelity" "sim.fidelity: expected one of flow, analytic" "$LESSON" --fidelity exact
 expect_fail "--record" "sim.record: expected one of all, sample, none" "$LESSON" --record some
 expect_fail "efficiency above 1" "compute.efficiency" "$LESSON" --set compute.efficiency=2
-expect_fail "not implemented: ep" "parallel.ep > 1" "$LESSON" --set parallel.ep=2
+expect_fail "ep without experts" "needs an MoE model" "$LESSON" --set parallel.ep=2
 expect_fail "missing file" "cannot read" "$T/nope.yaml"
 
 f=$(printf 'cluster:\n  preset: ideal\nmodel:\n  preset: gpt3-1.3b\n  hiden: 2048\ntraining:\n  seq: 2048\n  global_batch: 8\n' |
