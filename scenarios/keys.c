@@ -364,7 +364,20 @@ int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t
 
 int scn_key_is_known(const char *key)
 {
-	return !strncmp(key, "cluster.", 8) || key_find(key) != NULL;
+	if (!strncmp(key, "cluster.", 8)) {
+		struct topo_config c = { 0 };
+		char err[256];
+		/* the cluster table knows its keys; an unknown one says so */
+		return !strcmp(key + 8, "preset") ||
+		       topo_config_set(&c, key + 8, "", err, sizeof(err)) == 0 ||
+		       !strstr(err, "unknown key");
+	}
+	return key_find(key) != NULL || !strcmp(key, "model.preset");
+}
+
+int scn_key_known(const char *key)
+{
+	return scn_key_is_known(key);
 }
 
 void scn_defaults(struct scn *s)

@@ -58,6 +58,9 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 /* Set one key from text, as --set does (no validation across keys). */
 int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t errlen);
 
+/* Is this a scenario key (section.key, cluster keys included)? */
+int scn_key_known(const char *key);
+
 /* Cross-key checks (layout, batch, GPU count). 0, or -1 with err. */
 int scn_validate(const struct scn *s, char *err, size_t errlen);
 

@@ -26,6 +26,7 @@
 
 #include "sim/store.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,6 +112,29 @@ static const char store_schema[] =
 	"  t_ps INTEGER NOT NULL,\n"
 	"  category TEXT NOT NULL,\n"
 	"  bytes REAL NOT NULL);\n"
+	"CREATE TABLE IF NOT EXISTS sweeps (\n"
+	"  id INTEGER PRIMARY KEY,\n"
+	"  created_utc TEXT NOT NULL,\n"
+	"  signature TEXT NOT NULL UNIQUE,\n"
+	"  command TEXT,\n"
+	"  scenario TEXT,\n"
+	"  vary TEXT);\n"
+	"CREATE TABLE IF NOT EXISTS sweep_points (\n"
+	"  sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,\n"
+	"  point INTEGER NOT NULL,\n"
+	"  status TEXT NOT NULL,\n"
+	"  reason TEXT,\n"
+	"  step_time_s REAL, tokens_per_s REAL, mfu REAL, hfu REAL,\n"
+	"  peak_bytes REAL, capacity_bytes REAL, fits INTEGER,\n"
+	"  compute_s REAL, exposed_comm_s REAL, bubble_s REAL, idle_s REAL,\n"
+	"  gpus INTEGER, dp INTEGER, micro_batches INTEGER,\n"
+	"  PRIMARY KEY (sweep_id, point));\n"
+	"CREATE TABLE IF NOT EXISTS sweep_values (\n"
+	"  sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,\n"
+	"  point INTEGER NOT NULL,\n"
+	"  key TEXT NOT NULL,\n"
+	"  value TEXT NOT NULL,\n"
+	"  PRIMARY KEY (sweep_id, point, key));\n"
 	"CREATE TABLE IF NOT EXISTS metrics (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 	"  name TEXT NOT NULL,\n"
@@ -150,6 +174,12 @@ enum store_stmt {
 	STMT_DELETE_MEM,
 	STMT_DELETE_METRICS,
 	STMT_LAST_COMPLETE,
+	STMT_SWEEP_FIND,
+	STMT_SWEEP_INSERT,
+	STMT_SWEEP_HAS,
+	STMT_SWEEP_POINT,
+	STMT_SWEEP_VALUE,
+	STMT_SWEEP_GET,
 	STMT_N
 };
 
@@ -180,6 +210,19 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_DELETE_MEM] = "DELETE FROM memory WHERE run_id = ?",
 	[STMT_DELETE_METRICS] = "DELETE FROM metrics WHERE run_id = ?",
 	[STMT_LAST_COMPLETE] = "SELECT max(id) FROM runs WHERE status = 'complete'",
+	[STMT_SWEEP_FIND] = "SELECT id FROM sweeps WHERE signature = ?",
+	[STMT_SWEEP_INSERT] = "INSERT INTO sweeps (created_utc, signature, command, scenario, vary)"
+			      " VALUES (?, ?, ?, ?, ?)",
+	[STMT_SWEEP_HAS] = "SELECT 1 FROM sweep_points WHERE sweep_id = ? AND point = ?",
+	[STMT_SWEEP_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep_id, point, status, reason,"
+			     " step_time_s, tokens_per_s, mfu, hfu, peak_bytes, capacity_bytes, fits,"
+			     " compute_s, exposed_comm_s, bubble_s, idle_s, gpus, dp, micro_batches)"
+			     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_SWEEP_GET] = "SELECT status, reason, step_time_s, tokens_per_s, mfu, hfu, peak_bytes,"
+			   " capacity_bytes, fits, compute_s, exposed_comm_s, bubble_s, idle_s, gpus,"
+			   " dp, micro_batches FROM sweep_points WHERE sweep_id = ? AND point = ?",
+	[STMT_SWEEP_VALUE] = "INSERT OR REPLACE INTO sweep_values (sweep_id, point, key, value)"
+			     " VALUES (?, ?, ?, ?)",
 };
 
 struct sim_store {
@@ -492,6 +535,106 @@ int sim_store_metric(struct sim_store *st, const char *name, double value)
 	bind_text(s, 2, name);
 	sqlite3_bind_double(s, 3, value);
 	return store_row(st, s, "recording a metric");
+}
+
+/* ---- sweeps ------------------------------------------------------------ */
+
+/* Step a statement once outside a run; 0, or -1 with the error kept. */
+static int sweep_step(struct sim_store *st, sqlite3_stmt *q, const char *what)
+{
+	int rc = sqlite3_step(q);
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return store_db_err(st, what);
+	return 0;
+}
+
+int64_t sim_store_sweep_open(struct sim_store *st, const char *signature, const char *command,
+			     const char *scenario, const char *vary_json, int *resumed)
+{
+	sqlite3_stmt *q = st->stmt[STMT_SWEEP_FIND];
+	bind_text(q, 1, signature);
+	int rc = sqlite3_step(q);
+	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	*resumed = id > 0;
+	if (id > 0)
+		return id;
+	char now[32];
+	store_utc_now(now, sizeof(now));
+	q = st->stmt[STMT_SWEEP_INSERT];
+	bind_text(q, 1, now);
+	bind_text(q, 2, signature);
+	bind_text(q, 3, command);
+	bind_text(q, 4, scenario);
+	bind_text(q, 5, vary_json);
+	if (sweep_step(st, q, "creating the sweep") < 0)
+		return -1;
+	return sqlite3_last_insert_rowid(st->db);
+}
+
+int sim_store_sweep_has(struct sim_store *st, int64_t sweep, uint32_t point)
+{
+	sqlite3_stmt *q = st->stmt[STMT_SWEEP_HAS];
+	sqlite3_bind_int64(q, 1, sweep);
+	sqlite3_bind_int64(q, 2, point);
+	int rc = sqlite3_step(q);
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return rc == SQLITE_ROW;
+}
+
+int sim_store_sweep_get(struct sim_store *st, int64_t sweep, uint32_t point, char *status,
+			size_t slen, char *reason, size_t rlen, double fig[SIM_STORE_POINT_FIGURES])
+{
+	sqlite3_stmt *q = st->stmt[STMT_SWEEP_GET];
+	sqlite3_bind_int64(q, 1, sweep);
+	sqlite3_bind_int64(q, 2, point);
+	int rc = sqlite3_step(q), found = rc == SQLITE_ROW;
+	if (found) {
+		const char *s0 = (const char *)sqlite3_column_text(q, 0);
+		const char *s1 = (const char *)sqlite3_column_text(q, 1);
+		snprintf(status, slen, "%s", s0 ? s0 : "");
+		snprintf(reason, rlen, "%s", s1 ? s1 : "");
+		for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+			fig[i] = sqlite3_column_type(q, 2 + i) == SQLITE_NULL
+					 ? NAN : sqlite3_column_double(q, 2 + i);
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	return found;
+}
+
+int sim_store_sweep_point(struct sim_store *st, int64_t sweep, const struct sim_store_point *p)
+{
+	if (store_exec(st, "BEGIN IMMEDIATE", "storing a sweep point") < 0)
+		return -1;
+	sqlite3_stmt *q = st->stmt[STMT_SWEEP_POINT];
+	sqlite3_bind_int64(q, 1, sweep);
+	sqlite3_bind_int64(q, 2, p->point);
+	bind_text(q, 3, p->status);
+	bind_text(q, 4, p->reason);
+	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+		if (isnan(p->fig[i]))
+			sqlite3_bind_null(q, 5 + i);
+		else
+			sqlite3_bind_double(q, 5 + i, p->fig[i]);
+	int rc = sweep_step(st, q, "storing a sweep point");
+	for (size_t k = 0; rc == 0 && k < p->nvalues; k++) {
+		q = st->stmt[STMT_SWEEP_VALUE];
+		sqlite3_bind_int64(q, 1, sweep);
+		sqlite3_bind_int64(q, 2, p->point);
+		bind_text(q, 3, p->keys[k]);
+		bind_text(q, 4, p->values[k]);
+		rc = sweep_step(st, q, "storing a sweep value");
+	}
+	if (rc < 0) {
+		store_exec(st, "ROLLBACK", "storing a sweep point");
+		return -1;
+	}
+	return store_exec(st, "COMMIT", "storing a sweep point");
 }
 
 /* One ranks row: where a rank sits. */

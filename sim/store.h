@@ -76,6 +76,31 @@ int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events, 
 /* Discard the run's rows and mark it failed. */
 int sim_store_run_fail(struct sim_store *st, const char *why);
 
+/*
+ * Sweeps (clustersim sweep): a sweep is found by its signature (scenario,
+ * overrides and varied keys), so rerunning the same sweep resumes it. Each
+ * point is stored in its own transaction, with its figures (NAN: none) and
+ * the values of the varied keys.
+ */
+#define SIM_STORE_POINT_FIGURES 14
+struct sim_store_point {
+	uint32_t point;
+	const char *status;     /* ok, no_fit, invalid, failed */
+	const char *reason;     /* why not ok, or NULL         */
+	/* step_time_s, tokens_per_s, mfu, hfu, peak_bytes, capacity_bytes, fits,
+	 * compute_s, exposed_comm_s, bubble_s, idle_s, gpus, dp, micro_batches */
+	double fig[SIM_STORE_POINT_FIGURES];
+	const char *const *keys, *const *values;
+	size_t nvalues;
+};
+int64_t sim_store_sweep_open(struct sim_store *st, const char *signature, const char *command,
+			     const char *scenario, const char *vary_json, int *resumed);
+int sim_store_sweep_has(struct sim_store *st, int64_t sweep, uint32_t point);
+int sim_store_sweep_point(struct sim_store *st, int64_t sweep, const struct sim_store_point *p);
+/* A stored point: 1 if found (status, reason and figures filled), else 0. */
+int sim_store_sweep_get(struct sim_store *st, int64_t sweep, uint32_t point, char *status,
+			size_t slen, char *reason, size_t rlen, double fig[SIM_STORE_POINT_FIGURES]);
+
 /* Id of the newest complete run, or -1 if there is none. */
 int64_t sim_store_last_complete(struct sim_store *st);
 

@@ -16,6 +16,7 @@
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_run,
+	&cli_cmd_sweep,
 	&cli_cmd_collective,
 	&cli_cmd_export,
 	&cli_cmd_presets,
