@@ -74,6 +74,7 @@
 #include "parallel/model.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "sim/util.h"
 
@@ -176,6 +177,17 @@ double par_moe_layer_params(const struct par_model *m)
 double par_expert_params(const struct par_model *m)
 {
 	return mlp_params(m, m->moe.expert_ffn ? m->moe.expert_ffn : m->ffn);
+}
+
+int par_mlp_kernel(const char *name)
+{
+	static const char *const mlp[] = { "mlp_up", "mlp_gate_up", "gelu", "swiglu", "mlp_down" };
+	for (size_t i = 0; i < ARRAY_SIZE(mlp); i++) {
+		size_t n = strlen(mlp[i]);
+		if (!strncmp(name, mlp[i], n) && (!name[n] || name[n] == '_'))
+			return 1;
+	}
+	return 0;
 }
 
 int par_layer_is_moe(const struct par_model *m, unsigned i)

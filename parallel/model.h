@@ -26,6 +26,9 @@ double par_layer_params(const struct par_model *m);
 double par_moe_layer_params(const struct par_model *m);
 /* Parameters of one expert's MLP (width moe.expert_ffn, or ffn). */
 double par_expert_params(const struct par_model *m);
+/* Is this kernel (forward or backward) part of a dense MLP, which an MoE
+ * layer replaces with its experts? */
+int par_mlp_kernel(const char *name);
 /* Is layer i (0-based) an MoE layer? */
 int par_layer_is_moe(const struct par_model *m, unsigned i);
 /* Input embedding V*h (+ learned positions for GPT: none here). */

@@ -353,18 +353,6 @@ static void cp_attention(struct builder *b, const struct par_op *o, int bwd, con
 
 static void moe_block(struct builder *b, const char *where, int bwd);
 
-/* Is this kernel part of a dense MLP (replaced by experts in an MoE layer)? */
-static int mlp_kernel(const char *name)
-{
-	static const char *const mlp[] = { "mlp_up", "mlp_gate_up", "gelu", "swiglu", "mlp_down" };
-	for (size_t i = 0; i < ARRAY_SIZE(mlp); i++) {
-		size_t n = strlen(mlp[i]);
-		if (!strncmp(name, mlp[i], n) && (!name[n] || name[n] == '_'))
-			return 1;
-	}
-	return 0;
-}
-
 /* Append a list of model ops to the compute stream; returns the last index. */
 static uint32_t emit_ops(struct builder *b, const char *where, enum par_phase ph,
 			 const struct par_op *ops, size_t n)
@@ -376,7 +364,7 @@ static uint32_t emit_ops(struct builder *b, const char *where, enum par_phase ph
 	for (size_t i = 0; i < n; i++) {
 		const struct par_op *o = &ops[i];
 		char name[96];
-		if (b->moe_layer >= 0 && mlp_kernel(o->name)) {
+		if (b->moe_layer >= 0 && par_mlp_kernel(o->name)) {
 			/* An MoE layer: the experts replace the dense MLP, once per
 			 * pass (the recomputed forward has its own). */
 			int bwd = ph == PAR_BWD && !o->recompute;

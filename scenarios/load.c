@@ -186,8 +186,23 @@ static void derive(struct scn *s)
 		m->moe.expert_ffn = m->ffn;
 }
 
+static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		char *err, size_t errlen, int check);
+
 int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
 	     char *err, size_t errlen)
+{
+	return load(s, path, sets, nsets, err, errlen, 1);
+}
+
+int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		       char *err, size_t errlen)
+{
+	return load(s, path, sets, nsets, err, errlen, 0);
+}
+
+static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		char *err, size_t errlen, int check)
 {
 	struct scn_kvs kv = { 0 };
 	scn_defaults(s);
@@ -218,8 +233,12 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
 		return -1;
 	derive(s);
 	char why[SCN_ERRLEN];
-	if (scn_check_required(s, why, sizeof(why)) < 0 || scn_validate(s, why, sizeof(why)) < 0)
+	if (scn_check_required(s, why, sizeof(why)) < 0 ||
+	    (check ? scn_validate(s, why, sizeof(why)) : topo_config_check(&s->cluster, why,
+									   sizeof(why))) < 0)
 		return sim_errf(err, errlen, "%s: %s", label, why);
+	if (!check)
+		return 0;
 	/* The effective configuration names the dp that auto chose. */
 	s->parallel.dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
 	return 0;

@@ -55,6 +55,11 @@ struct scn {
 int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
 	     char *err, size_t errlen);
 
+/* As scn_load, without the checks of the parallel layout and batch split
+ * (the planner chooses those itself). */
+int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		       char *err, size_t errlen);
+
 /* Set one key from text, as --set does (no validation across keys). */
 int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t errlen);
 

@@ -17,8 +17,11 @@
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_run,
 	&cli_cmd_sweep,
+	&cli_cmd_plan,
 	&cli_cmd_collective,
 	&cli_cmd_export,
+	&cli_cmd_plot,
+	&cli_cmd_report,
 	&cli_cmd_presets,
 	&cli_cmd_help,
 	&cli_cmd_version,

@@ -65,7 +65,10 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_collective;
 extern const struct cli_cmd cli_cmd_sweep;
+extern const struct cli_cmd cli_cmd_plan;
 extern const struct cli_cmd cli_cmd_export;
+extern const struct cli_cmd cli_cmd_plot;
+extern const struct cli_cmd cli_cmd_report;
 extern const struct cli_cmd cli_cmd_presets;
 extern const struct cli_cmd cli_cmd_help;
 extern const struct cli_cmd cli_cmd_version;
@@ -105,5 +108,19 @@ void cli_csv_field(FILE *f, const char *s, int first);
 
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
+
+/*
+ * Reading a stored run (cmd_export.c; also used by cmd_report.c). The
+ * database is the command's first positional argument.
+ * export_db_open: open it read-only, or print why not ("cannot read
+ * database ...") and return CLI_BADINPUT; the caller closes *db.
+ * export_db_run: the run to read: with --run, *run if it exists and is
+ * complete, else the newest complete run; CLI_BADINPUT with a message
+ * naming --run or the file (also for a file that is not a clustersim
+ * database).
+ */
+struct sqlite3;
+int export_db_open(struct cli_args *a, struct sqlite3 **db);
+int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * cmd_export.c - `clustersim export DB`: write a stored run's timeline (or
- * any of its tables) as CSV through libcsv, or draw the timeline as an SVG
- * Gantt chart (tools/svg.c). Only complete runs are exported; the database
- * is opened read-only and never changed.
+ * any of its tables) as CSV through libcsv, draw the timeline as an SVG
+ * Gantt chart (tools/svg.c), or write it as a Chrome trace for Perfetto
+ * (tools/trace.c). Only complete runs are exported; the database is opened
+ * read-only and never changed. Opening the database and choosing the run
+ * are shared with `clustersim report` (export_db_open, export_db_run).
  */
 #include "tools/cli.h"
 
@@ -14,6 +16,7 @@
 #include "sim/store.h"
 #include "sim/util.h"
 #include "tools/svg.h"
+#include "tools/trace.h"
 
 static const struct cli_opt export_opts[] = {
 	{ "run", 'r', CLI_COUNT, "ID", "the newest complete run", "which run to export" },
@@ -22,9 +25,15 @@ static const struct cli_opt export_opts[] = {
 	  "ops (the timeline), ranks, links, collective_results or runs" },
 	{ "svg", 0, CLI_STR, "FILE", NULL,
 	  "draw the timeline as an SVG Gantt chart to FILE (- for standard output)" },
-	{ "ranks", 0, CLI_STR, "LIST", "all", "with --svg: the ranks to draw, such as 0-7,16,24-31" },
-	{ "from", 0, CLI_TIME, "T", "0", "with --svg: start of the time window, with a unit (10ms)" },
-	{ "to", 0, CLI_TIME, "T", "the end of the run", "with --svg: end of the time window" },
+	{ "trace", 0, CLI_STR, "FILE", NULL,
+	  "write the timeline as a Chrome trace (JSON) for Perfetto or chrome://tracing to FILE "
+	  "(- for standard output)" },
+	{ "ranks", 0, CLI_STR, "LIST", "all",
+	  "with --svg or --trace: the ranks to export, such as 0-7,16,24-31" },
+	{ "from", 0, CLI_TIME, "T", "0",
+	  "with --svg or --trace: start of the time window, with a unit (10ms)" },
+	{ "to", 0, CLI_TIME, "T", "the end of the run",
+	  "with --svg or --trace: end of the time window" },
 	{ 0 },
 };
 
@@ -55,8 +64,9 @@ static int write_rows(sqlite3_stmt *q, FILE *f)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The run to export: the given one if complete, else the newest complete. */
-static int pick_run(struct cli_args *a, sqlite3 *db, long long *run)
+/* The run to read (see cli.h). A file without a runs table fails to
+ * prepare: that is how a database of something else is told apart. */
+int export_db_run(struct cli_args *a, sqlite3 *db, long long *run)
 {
 	sqlite3_stmt *q;
 	int given = cli_has(a, "run");
@@ -73,7 +83,7 @@ static int pick_run(struct cli_args *a, sqlite3 *db, long long *run)
 		out = cli_error(a, CLI_BADINPUT, "option --run: no run %lld in %s", *run, a->pos[0]);
 	else if (given && strcmp(status, "complete"))
 		out = cli_error(a, CLI_BADINPUT, "option --run: run %lld is %s; only complete runs "
-				"are exported", *run, status);
+				"can be read", *run, status);
 	else if (!given && sqlite3_column_type(q, 0) == SQLITE_NULL)
 		out = cli_error(a, CLI_BADINPUT, "%s holds no complete run", a->pos[0]);
 	else if (!given)
@@ -102,22 +112,45 @@ static int export_to(struct cli_args *a, sqlite3 *db, const char *query, long lo
 	return rc;
 }
 
-/* Draw the chart to --svg; a file left half-written by an error is removed. */
-static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const struct gantt_opts *o)
+/* The file of option opt (- for standard output); NULL after an error. */
+static FILE *out_open(struct cli_args *a, const char *opt)
 {
-	const char *path = cli_str(a, "svg", "-");
+	const char *path = cli_str(a, opt, "-");
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	if (!f)
-		return cli_error(a, CLI_BADINPUT, "option --svg: cannot write '%s'", path);
-	char err[512];
-	struct gantt_stats st = { 0 };
-	int g = gantt_write(db, run, o, f, &st, err, sizeof(err));
-	int rc = g == GANTT_OK ? CLI_OK
-			       : cli_error(a, g == GANTT_BADINPUT ? CLI_BADINPUT : CLI_FAIL, "%s", err);
+		cli_error(a, CLI_BADINPUT, "option --%s: cannot write '%s'", opt, path);
+	return f;
+}
+
+/* Close the file of option opt; one left half-written by an error is removed. */
+static int out_close(struct cli_args *a, const char *opt, FILE *f, int rc)
+{
+	const char *path = cli_str(a, opt, "-");
 	if (f != stdout && fclose(f) != 0 && rc == CLI_OK)
-		rc = cli_error(a, CLI_FAIL, "option --svg: error writing '%s'", path);
+		rc = cli_error(a, CLI_FAIL, "option --%s: error writing '%s'", opt, path);
 	if (f != stdout && rc != CLI_OK)
 		remove(path);
+	return rc;
+}
+
+/* A result of svg.h or trace.h as an exit code, with its message. */
+static int gantt_rc(struct cli_args *a, int g, const char *err)
+{
+	if (g == GANTT_OK)
+		return CLI_OK;
+	return cli_error(a, g == GANTT_BADINPUT ? CLI_BADINPUT : CLI_FAIL, "%s", err);
+}
+
+/* Draw the chart to --svg. */
+static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const struct gantt_opts *o)
+{
+	FILE *f = out_open(a, "svg");
+	if (!f)
+		return CLI_BADINPUT;
+	char err[512];
+	struct gantt_stats st = { 0 };
+	int rc = gantt_rc(a, gantt_write(db, run, o, f, &st, err, sizeof(err)), err);
+	rc = out_close(a, "svg", f, rc);
 	if (rc == CLI_OK && st.boxes > GANTT_MAX_BOXES)
 		cli_error(a, CLI_OK, "warning: the chart has %zu boxes (more than %d) and may be slow "
 			  "to view; draw fewer ranks with --ranks or a shorter window with --from and "
@@ -125,8 +158,34 @@ static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const stru
 	return rc;
 }
 
-/* The options of --svg, checked before the database is opened. */
-static int svg_opts(struct cli_args *a, struct gantt_opts *o, int **ranks)
+/*
+ * Write the Chrome trace to --trace. Its events are counted first: above
+ * TRACE_MAX_EVENTS a warning says so before the (long) writing.
+ */
+static int export_trace(struct cli_args *a, sqlite3 *db, long long run,
+			const struct gantt_opts *o)
+{
+	char err[512];
+	struct trace *t;
+	int rc = gantt_rc(a, trace_new(db, run, o, &t, err, sizeof(err)), err);
+	if (rc != CLI_OK)
+		return rc;
+	if (trace_events(t) > TRACE_MAX_EVENTS)
+		cli_error(a, CLI_OK, "warning: the trace has %zu events (more than %d), too many for "
+			  "Perfetto or chrome://tracing to load well; export fewer ranks with --ranks "
+			  "or a shorter window with --from and --to", trace_events(t),
+			  TRACE_MAX_EVENTS);
+	FILE *f = out_open(a, "trace");
+	if (!f)
+		rc = CLI_BADINPUT;
+	else
+		rc = out_close(a, "trace", f, gantt_rc(a, trace_write(t, f, err, sizeof(err)), err));
+	trace_free(t);
+	return rc;
+}
+
+/* The options of --svg and --trace, checked before the database is opened. */
+static int window_opts(struct cli_args *a, struct gantt_opts *o, int **ranks)
 {
 	if (cli_has(a, "table"))
 		return cli_error(a, CLI_BADINPUT, "option --table applies to --csv only");
@@ -149,10 +208,11 @@ static int svg_opts(struct cli_args *a, struct gantt_opts *o, int **ranks)
 /* The options of --csv: the table's query, or NULL after an error. */
 static const char *csv_opts(struct cli_args *a)
 {
-	static const char *const svg_only[] = { "ranks", "from", "to" };
-	for (size_t i = 0; i < ARRAY_SIZE(svg_only); i++)
-		if (cli_has(a, svg_only[i])) {
-			cli_error(a, CLI_BADINPUT, "option --%s applies to --svg only", svg_only[i]);
+	static const char *const window_only[] = { "ranks", "from", "to" };
+	for (size_t i = 0; i < ARRAY_SIZE(window_only); i++)
+		if (cli_has(a, window_only[i])) {
+			cli_error(a, CLI_BADINPUT, "option --%s applies to --svg and --trace only",
+				  window_only[i]);
 			return NULL;
 		}
 	const char *tname = cli_str(a, "table", "ops");
@@ -164,7 +224,8 @@ static const char *csv_opts(struct cli_args *a)
 	return NULL;
 }
 
-static int open_db(struct cli_args *a, sqlite3 **db)
+/* Open read-only: readers never change the database (see cli.h). */
+int export_db_open(struct cli_args *a, sqlite3 **db)
 {
 	if (access(a->pos[0], R_OK) != 0)
 		return cli_error(a, CLI_BADINPUT, "cannot read database '%s'", a->pos[0]);
@@ -178,32 +239,67 @@ static int open_db(struct cli_args *a, sqlite3 **db)
 	return CLI_OK;
 }
 
+/* What to write: exactly one of --csv, --svg and --trace. */
+enum export_kind { EXPORT_CSV, EXPORT_SVG, EXPORT_TRACE };
+
+/* Which of them was given; two, or none, is an error naming them. */
+static int export_kind(struct cli_args *a, enum export_kind *kind)
+{
+	static const char *const outs[] = { [EXPORT_CSV] = "csv", [EXPORT_SVG] = "svg",
+					    [EXPORT_TRACE] = "trace" };
+	int n = 0;
+	for (int k = 0; k < (int)ARRAY_SIZE(outs); k++) {
+		if (!cli_has(a, outs[k]))
+			continue;
+		if (n++)
+			return cli_error(a, CLI_BADINPUT, "options --%s and --%s cannot both be given",
+					 outs[*kind], outs[k]);
+		*kind = (enum export_kind)k;
+	}
+	if (!n)
+		return cli_error(a, CLI_BADINPUT, "option --csv FILE, --svg FILE or --trace FILE is "
+				 "required (- for standard output)");
+	return CLI_OK;
+}
+
+/* Write the run (--run, else the newest complete) of the open database. */
+static int export_write(struct cli_args *a, sqlite3 *db, enum export_kind kind,
+			const char *query, const struct gantt_opts *o, long long run)
+{
+	int rc = export_db_run(a, db, &run);
+	if (rc != CLI_OK)
+		return rc;
+	if (kind == EXPORT_SVG)
+		return export_svg(a, db, run, o);
+	if (kind == EXPORT_TRACE)
+		return export_trace(a, db, run, o);
+	return export_to(a, db, query, run);
+}
+
+/* Every option is checked before the database is opened, so that bad
+ * input never costs reading it. */
 static int export_run(struct cli_args *a)
 {
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one database file (clustersim export DB "
-				 "--csv FILE, or --svg FILE)");
-	int svg = cli_has(a, "svg");
-	if (svg && cli_has(a, "csv"))
-		return cli_error(a, CLI_BADINPUT, "options --csv and --svg cannot both be given");
-	if (!svg && !cli_has(a, "csv"))
-		return cli_error(a, CLI_BADINPUT, "option --csv FILE or --svg FILE is required (- for "
-				 "standard output)");
+				 "--csv FILE, --svg FILE or --trace FILE)");
+	enum export_kind kind = EXPORT_CSV;
+	int rc = export_kind(a, &kind);
+	if (rc != CLI_OK)
+		return rc;
 	struct gantt_opts o = { 0 };
-	int *ranks = NULL, rc = CLI_OK;
+	int *ranks = NULL;
 	const char *query = NULL;
 	long long run = 0;
-	if (svg)
-		rc = svg_opts(a, &o, &ranks);
+	if (kind != EXPORT_CSV)
+		rc = window_opts(a, &o, &ranks);
 	else if (!(query = csv_opts(a)))
 		rc = CLI_BADINPUT;
 	if (rc == CLI_OK && cli_count(a, "run", 1, INT64_MAX, &run) < 0)
 		rc = CLI_BADINPUT;
 	sqlite3 *db = NULL;
-	if (rc == CLI_OK && (rc = open_db(a, &db)) == CLI_OK) {
-		rc = pick_run(a, db, &run);
-		if (rc == CLI_OK)
-			rc = svg ? export_svg(a, db, run, &o) : export_to(a, db, query, run);
+	if (rc == CLI_OK && (rc = export_db_open(a, &db)) == CLI_OK) {
+		rc = export_write(a, db, kind, query, &o, run);
 		sqlite3_close(db);
 	}
 	free(ranks);
@@ -212,9 +308,9 @@ static int export_run(struct cli_args *a)
 
 const struct cli_cmd cli_cmd_export = {
 	.name = "export",
-	.usage = "DB (--csv FILE [--table NAME] | --svg FILE [--ranks LIST] [--from T] [--to T]) "
-		 "[--run ID]",
-	.summary = "Write a stored run's timeline (or another table) as CSV, or draw it as SVG.",
+	.usage = "DB (--csv FILE [--table NAME] | --svg FILE | --trace FILE) [--ranks LIST] "
+		 "[--from T] [--to T] [--run ID]",
+	.summary = "Write a stored run's timeline (or another table) as CSV, SVG or a Chrome trace.",
 	.description =
 		"Reads a database written with --db. The ops table is the timeline: one row per\n"
 		"op of every rank (rank, stream, kind, name, start_ps, end_ps, bytes, flops);\n"
@@ -229,7 +325,19 @@ const struct cli_cmd cli_cmd_export = {
 		"than 0.05% of the window apart, are drawn as one box (ops without a\n"
 		"micro-batch, such as DDP buckets, only while the box is too thin to see);\n"
 		"hovering over a box names its ops. Above 20,000 boxes a warning suggests\n"
-		"--ranks, --from and --to.",
+		"--ranks, --from and --to.\n"
+		"\n"
+		"--trace writes the Chrome trace event format, which ui.perfetto.dev and\n"
+		"chrome://tracing open: one process per rank (pid = rank, named \"rank R\n"
+		"(node N, GPU G)\"), one thread per stream (tid = stream: compute, grads,\n"
+		"params, host, tp, pp send next, pp send prev, pp recv prev, pp recv next,\n"
+		"cp send, cp recv), one complete event per op of non-zero length with ts and\n"
+		"dur in microseconds (exact to the picosecond), the op's name, its kind as\n"
+		"category and args {bytes, flops, kind}. Ops that overlap the window are\n"
+		"written whole. The trace is streamed from the database, never held in\n"
+		"memory; above 1,000,000 events, which viewers struggle to load, a warning\n"
+		"on standard error suggests --ranks, --from and --to, and the trace is\n"
+		"written all the same.",
 	.opts = export_opts,
 	.run = export_run,
 };

@@ -97,6 +97,7 @@ struct gantt {
 	size_t errlen;
 	char *command;                /* runs.command, may be NULL    */
 	int nranks;                   /* runs.ranks                   */
+	int rank_lo, rank_hi;         /* bounds of the chosen ranks   */
 	int64_t from_ps, to_ps;       /* the window                   */
 	double scale;                 /* px per ps                    */
 	int64_t gap_ps;               /* closer ops of a kind merge   */
@@ -243,8 +244,7 @@ static const char *stream_name(int stream, char *buf, size_t len)
 
 /* ---- XML text ---------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 character at s (a character XML allows), or 0. */
-static size_t utf8_len(const unsigned char *s)
+size_t gantt_utf8_len(const unsigned char *s)
 {
 	size_t n = s[0] < 0x80 ? 1 : s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3
 		 : s[0] < 0xf5 ? 4 : 0;
@@ -271,7 +271,7 @@ static void xml_text(FILE *f, const char *s, size_t maxch)
 			fputs("\u2026", f);
 			return;
 		}
-		size_t n = utf8_len(p);
+		size_t n = gantt_utf8_len(p);
 		if (*p == '&' || *p == '<' || *p == '>')
 			fputs(*p == '&' ? "&amp;" : *p == '<' ? "&lt;" : "&gt;", f);
 		else if (n == 0 || (*p < 0x20 && *p != '\t' && *p != '\n'))
@@ -380,54 +380,57 @@ static int db_fail(struct gantt *g)
 	return GANTT_FAIL;
 }
 
-/* The run's command, rank count and end (its duration). */
-static int load_run(struct gantt *g, int64_t *end_ps)
+/*
+ * The run's rank count and end (its duration); GANTT_BADINPUT if none.
+ * Here and below, sim_errf()'s -1 is GANTT_BADINPUT (checked at compile time).
+ */
+_Static_assert(GANTT_BADINPUT == -1, "sim_errf() returns GANTT_BADINPUT");
+static int run_extent(sqlite3 *db, int64_t run, struct gantt_window *w, char *err,
+		      size_t errlen)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(g->db, "SELECT command, ranks, coalesce(sim_end_ps, (SELECT "
-			       "max(end_ps) FROM ops WHERE run_id = ?1), 0) FROM runs WHERE id = ?1",
-			       -1, &q, NULL) != SQLITE_OK)
-		return db_fail(g);
-	sqlite3_bind_int64(q, 1, g->run);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *cmd = (const char *)sqlite3_column_text(q, 0);
-		g->command = cmd ? xstrdup(cmd) : NULL;
-		g->nranks = sqlite3_column_int(q, 1);
-		*end_ps = sqlite3_column_int64(q, 2);
+	int rc = sqlite3_prepare_v2(db, "SELECT ranks, coalesce(sim_end_ps, (SELECT max(end_ps) "
+				    "FROM ops WHERE run_id = ?1), 0) FROM runs WHERE id = ?1",
+				    -1, &q, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(q, 1, run);
+		if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+			w->nranks = sqlite3_column_int(q, 0);
+			w->end_ps = sqlite3_column_int64(q, 1);
+		}
 	}
 	sqlite3_finalize(q);
 	if (rc == SQLITE_DONE)
-		return bad_input(g, "option --run: no run %lld", (long long)g->run);
-	return rc == SQLITE_ROW ? GANTT_OK : db_fail(g);
-}
-
-/* The window from the options, checked against the run's end. */
-static int set_window(struct gantt *g, int64_t end_ps)
-{
-	char a[48], b[48];
-	g->from_ps = g->o->from_ps;
-	g->to_ps = g->o->to_ps > 0 && g->o->to_ps < end_ps ? g->o->to_ps : end_ps;
-	if (g->from_ps >= end_ps)
-		return bad_input(g, "option --from: %s is not before the end of run %lld (%s)",
-				 sim_units_format(SIM_UNIT_TIME, sim_ps_to_s(g->from_ps), a, sizeof(a)),
-				 (long long)g->run,
-				 sim_units_format(SIM_UNIT_TIME, sim_ps_to_s(end_ps), b, sizeof(b)));
-	if (g->to_ps <= g->from_ps)
-		return bad_input(g, "option --to: must be after --from");
-	g->scale = PLOT_W / (double)(g->to_ps - g->from_ps);
-	g->gap_ps = (g->to_ps - g->from_ps) / 2000;  /* 0.05% of the window */
-	axis_init(&g->ax, (double)(g->to_ps - g->from_ps));
+		return sim_errf(err, errlen, "option --run: no run %lld", (long long)run);
+	if (rc != SQLITE_ROW) {
+		sim_errf(err, errlen, "reading the database: %s", sqlite3_errmsg(db));
+		return GANTT_FAIL;
+	}
 	return GANTT_OK;
 }
 
-/* Every rank of the list must be one of the run's. */
-static int check_ranks(struct gantt *g)
+int gantt_window_of(sqlite3 *db, int64_t run, const struct gantt_opts *o,
+		    struct gantt_window *w, char *err, size_t errlen)
 {
-	const struct gantt_opts *o = g->o;
-	if (o->ranks && o->nranks && o->ranks[o->nranks - 1] >= g->nranks)
-		return bad_input(g, "option --ranks: rank %d is not in run %lld, which has ranks 0-%d",
-				 o->ranks[o->nranks - 1], (long long)g->run, g->nranks - 1);
+	char a[48], b[48];
+	int rc = run_extent(db, run, w, err, errlen);
+	if (rc != GANTT_OK)
+		return rc;
+	int some = o->ranks && o->nranks;
+	w->rank_lo = some ? o->ranks[0] : 0;
+	w->rank_hi = some ? o->ranks[o->nranks - 1] : INT32_MAX;
+	if (some && w->rank_hi >= w->nranks)
+		return sim_errf(err, errlen, "option --ranks: rank %d is not in run %lld, which has "
+				"ranks 0-%d", w->rank_hi, (long long)run, w->nranks - 1);
+	w->from_ps = o->from_ps;
+	w->to_ps = o->to_ps > 0 && o->to_ps < w->end_ps ? o->to_ps : w->end_ps;
+	if (w->from_ps >= w->end_ps)
+		return sim_errf(err, errlen, "option --from: %s is not before the end of run %lld (%s)",
+				sim_units_format(SIM_UNIT_TIME, sim_ps_to_s(w->from_ps), a, sizeof(a)),
+				(long long)run,
+				sim_units_format(SIM_UNIT_TIME, sim_ps_to_s(w->end_ps), b, sizeof(b)));
+	if (w->to_ps <= w->from_ps)
+		return sim_errf(err, errlen, "option --to: must be after --from");
 	return GANTT_OK;
 }
 
@@ -436,9 +439,42 @@ static int cmp_int(const void *a, const void *b)
 	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-static int rank_chosen(const struct gantt_opts *o, int rank)
+int gantt_rank_chosen(const struct gantt_opts *o, int rank)
 {
 	return !o->ranks || bsearch(&rank, o->ranks, o->nranks, sizeof(int), cmp_int);
+}
+
+/* The run's command (NULL if not recorded), for the title. */
+static int load_command(struct gantt *g)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(g->db, "SELECT command FROM runs WHERE id = ?1", -1, &q,
+			       NULL) != SQLITE_OK)
+		return db_fail(g);
+	sqlite3_bind_int64(q, 1, g->run);
+	int rc = sqlite3_step(q);
+	const char *cmd = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+	g->command = cmd ? xstrdup(cmd) : NULL;
+	sqlite3_finalize(q);
+	return rc == SQLITE_ROW ? GANTT_OK : db_fail(g);
+}
+
+/* The window and run from the options, and the scale and axis they give. */
+static int set_window(struct gantt *g)
+{
+	struct gantt_window w;
+	int rc = gantt_window_of(g->db, g->run, g->o, &w, g->err, g->errlen);
+	if (rc != GANTT_OK)
+		return rc;
+	g->nranks = w.nranks;
+	g->rank_lo = w.rank_lo;
+	g->rank_hi = w.rank_hi;
+	g->from_ps = w.from_ps;
+	g->to_ps = w.to_ps;
+	g->scale = PLOT_W / (double)(g->to_ps - g->from_ps);
+	g->gap_ps = (g->to_ps - g->from_ps) / 2000;  /* 0.05% of the window */
+	axis_init(&g->ax, (double)(g->to_ps - g->from_ps));
+	return load_command(g);
 }
 
 /*
@@ -454,18 +490,17 @@ static int load_rows(struct gantt *g)
 			       "start_ps < ?3 AND end_ps > start_ps GROUP BY rank, stream "
 			       "ORDER BY rank, stream", -1, &q, NULL) != SQLITE_OK)
 		return db_fail(g);
-	const struct gantt_opts *o = g->o;
 	sqlite3_bind_int64(q, 1, g->run);
 	sqlite3_bind_int64(q, 2, g->from_ps);
 	sqlite3_bind_int64(q, 3, g->to_ps);
-	sqlite3_bind_int(q, 4, o->ranks && o->nranks ? o->ranks[0] : 0);
-	sqlite3_bind_int(q, 5, o->ranks && o->nranks ? o->ranks[o->nranks - 1] : INT32_MAX);
+	sqlite3_bind_int(q, 4, g->rank_lo);
+	sqlite3_bind_int(q, 5, g->rank_hi);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct row r = { .rank = sqlite3_column_int(q, 0), .stream = sqlite3_column_int(q, 1),
 				 .first_ps = sqlite3_column_int64(q, 2),
 				 .last_ps = sqlite3_column_int64(q, 3) };
-		if (!rank_chosen(g->o, r.rank))
+		if (!gantt_rank_chosen(g->o, r.rank))
 			continue;
 		g->rows = xreallocarray(g->rows, g->nrows + 1, sizeof(*g->rows));
 		g->rows[g->nrows++] = r;
@@ -804,13 +839,8 @@ int gantt_write(sqlite3 *db, int64_t run, const struct gantt_opts *o, FILE *out,
 		struct gantt_stats *st, char *err, size_t errlen)
 {
 	struct gantt g = { .db = db, .run = run, .o = o, .out = out, .err = err, .errlen = errlen };
-	int64_t end_ps = 0;
 	char a[48], b[48];
-	int rc = load_run(&g, &end_ps);
-	if (rc == GANTT_OK)
-		rc = check_ranks(&g);
-	if (rc == GANTT_OK)
-		rc = set_window(&g, end_ps);
+	int rc = set_window(&g);
 	if (rc == GANTT_OK)
 		rc = load_rows(&g);
 	if (rc == GANTT_OK && g.nrows == 0)

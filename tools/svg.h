@@ -7,7 +7,8 @@
  * The caller owns the database connection (the run must be complete) and
  * the output stream; the module keeps nothing between calls. The fields of
  * struct gantt_opts are the options --ranks, --from and --to of `export`,
- * and messages about them name those options.
+ * and messages about them name those options. The rank list, the window
+ * and UTF-8 checking are shared with the Chrome trace (tools/trace.h).
  */
 #ifndef TOOLS_SVG_H
 #define TOOLS_SVG_H
@@ -46,6 +47,37 @@ enum { GANTT_OK = 0, GANTT_BADINPUT = -1, GANTT_FAIL = -2 };
  * GANTT_BADINPUT with a message (without the option's name) in err.
  */
 int gantt_ranks_parse(const char *text, int **ranks, size_t *n, char *err, size_t errlen);
+
+/*
+ * The part of a run that --ranks, --from and --to choose, shared by every
+ * exporter of the timeline (the chart here, the trace of tools/trace.c).
+ */
+struct gantt_window {
+	int nranks;         /* runs.ranks                                   */
+	int rank_lo;        /* the smallest and largest rank chosen, to     */
+	int rank_hi;        /* bound queries; gantt_rank_chosen() decides   */
+	int64_t end_ps;     /* the run's end: sim_end_ps, else its last op  */
+	int64_t from_ps;    /* the window: o's, cut to the run's end        */
+	int64_t to_ps;
+};
+
+/*
+ * Read run's rank count and end, check o against them and fill w.
+ * Returns GANTT_OK, GANTT_BADINPUT (no such run, ranks not in the run, an
+ * empty window; the message names the option) or GANTT_FAIL, with err.
+ */
+int gantt_window_of(sqlite3 *db, int64_t run, const struct gantt_opts *o,
+		    struct gantt_window *w, char *err, size_t errlen);
+
+/* Whether rank is one of o's ranks (every rank when o names none). */
+int gantt_rank_chosen(const struct gantt_opts *o, int rank);
+
+/*
+ * Length of the valid UTF-8 character at s, or 0 for a byte that starts
+ * none (also overlong forms, surrogates, U+FFFE, U+FFFF and beyond
+ * U+10FFFF): what both XML and JSON text may hold as it is.
+ */
+size_t gantt_utf8_len(const unsigned char *s);
 
 /*
  * Write the chart of complete run `run` of db to out. Consecutive ops of a

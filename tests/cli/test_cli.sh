@@ -102,7 +102,7 @@ cmp -s "$T/d1.json" "$T/d2.json" && ok "same report twice" || bad "reports diffe
 cmp -s "$T/d1.ops" "$T/d2.ops" && [ -s "$T/d1.ops" ] && ok "same timeline twice" || bad "timelines differ"
 
 # Every subcommand answers; docs/cli.md is what help --markdown prints.
-for c in collective export presets help version; do
+for c in plan collective export report presets help version; do
 	"$CS" help "$c" >/dev/null && ok "help $c" || bad "help $c"
 done
 "$CS" presets | grep -q "dgx-h100" && ok "presets" || bad "presets"

@@ -1,0 +1,292 @@
+/*
+ * plan.c - the planner's closed-form estimator; see plan.h.
+ *
+ * For a layout, one pipeline stage's micro-batch takes
+ *   S = layers x (forward + backward kernels + tensor-parallel collectives)
+ *       + embedding or head + the pipeline messages,
+ * with kernel times from the compute model (cached by shape: tp, sp,
+ * micro-batch, cp, recomputation) and collectives from the algorithms'
+ * closed forms on the cluster's NVLink and network links. The step is
+ * (m + (p-1)/v) S for the slowest stage (the pipeline bubble is (p-1)/v S),
+ * plus the data-parallel reduction that the last backward cannot hide, plus
+ * the optimizer on the rank's share. Memory: model states (ZeRO over DP x
+ * CP), the first stage's micro-batches in flight and the last stage's
+ * logits. Approximations: context-parallel transfers are assumed hidden,
+ * expert routing uniform, DP overlap one micro-batch's backward.
+ */
+#include "parallel/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "parallel/moe.h"
+#include "sim/util.h"
+
+/* Kernel times of one layer for one shape, forward and backward. */
+struct shape {
+	uint32_t tp, mb, cp, ep;
+	uint8_t sp, rc, moe;
+	double fwd, bwd;          /* seconds of kernels                     */
+	double act, act_peak;     /* bytes kept per layer, and during its bwd */
+};
+
+struct par_planner {
+	struct par_model m;
+	struct par_training tr;
+	struct par_layout base;
+	struct topo_config cl;
+	uint32_t gpus;
+	const struct par_compute_model *cm;
+	double capacity;
+	struct shape *cache;
+	size_t ncache, capcache;
+};
+
+struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
+				    const struct par_layout *base, const struct topo_config *cl,
+				    uint32_t gpus, const struct par_compute_model *cm)
+{
+	struct par_planner *p = xcalloc(1, sizeof(*p));
+	p->m = *m, p->tr = *tr, p->base = *base, p->cl = *cl, p->gpus = gpus, p->cm = cm;
+	p->capacity = topo_gpu_find(cl->gpu)->mem_bytes;
+	return p;
+}
+
+void par_planner_free(struct par_planner *p)
+{
+	if (!p)
+		return;
+	free(p->cache);
+	free(p);
+}
+
+/* Sum of kernel times of a list; attention scaled (ring over cp ranks). */
+static double kernels_s(const struct par_planner *p, const struct par_op *ops, size_t n,
+			uint32_t cp, int moe)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (moe && par_mlp_kernel(ops[i].name))
+			continue;
+		double t = par_compute_time_s(p->cm, &ops[i]);
+		s += ops[i].cls == PAR_OP_ATTENTION ? t * cp : t;
+	}
+	return s;
+}
+
+/* The experts of an MoE layer at an even load, forward or backward. */
+static double experts_s(const struct par_planner *p, const struct par_training *local,
+			uint32_t tp, uint32_t ep, enum par_phase ph)
+{
+	struct par_op ops[16];
+	double s = 0;
+	for (int part = 0; part < 3; part++) {
+		size_t n = par_moe_ops(&p->m, local, tp, ep, 1, part, ph, ops, ARRAY_SIZE(ops));
+		s += kernels_s(p, ops, n, 1, 0);
+	}
+	return s;
+}
+
+/* The kernel times and activations of one shape, from the cache (by value:
+ * the cache moves as it grows). */
+static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
+				    int sp, enum par_recompute rc, int moe, uint32_t ep)
+{
+	for (size_t i = 0; i < p->ncache; i++) {
+		const struct shape *c = &p->cache[i];
+		if (c->tp == tp && c->mb == mb && c->cp == cp && c->sp == sp && c->rc == rc &&
+		    c->moe == moe && c->ep == ep)
+			return *c;
+	}
+	struct par_training local = p->tr;
+	local.micro_batch = mb, local.seq = p->tr.seq / cp, local.recompute = rc;
+	struct par_op ops[64];
+	struct shape s = { .tp = tp, .mb = mb, .cp = cp, .ep = ep, .sp = (uint8_t)sp,
+			   .rc = (uint8_t)rc, .moe = (uint8_t)moe };
+	size_t n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_FWD, ops, ARRAY_SIZE(ops));
+	s.fwd = kernels_s(p, ops, n, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_FWD) : 0);
+	n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_BWD, ops, ARRAY_SIZE(ops));
+	s.bwd = kernels_s(p, ops, n, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
+	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
+	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
+	if (p->ncache == p->capcache) {
+		p->capcache = p->capcache ? 2 * p->capcache : 64;
+		p->cache = xreallocarray(p->cache, p->capcache, sizeof(*p->cache));
+	}
+	p->cache[p->ncache++] = s;
+	return s;
+}
+
+/* A ring collective of n bytes over `members` ranks: NVLink inside a node
+ * (when the group fits one), else the network with one ring per rail. */
+static double ring_s(const struct par_planner *p, enum sim_coll_op op, double n,
+		     uint32_t members, int inside)
+{
+	if (members < 2)
+		return 0;
+	struct sim_coll_plan plan = { .op = op, .p = members, .bytes = n, .channels = 1 };
+	char err[128];
+	coll_ring.plan(&plan, err, sizeof(err));
+	struct sim_coll_linkset ls = { 0 };
+	if (inside || p->cl.kind == TOPO_IDEAL) {
+		ls.all.alpha_intra_s = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
+		ls.all.bw_intra_Bps = inside ? p->cl.nvlink_bw_Bps : p->cl.net_bw_Bps;
+	} else {
+		ls.all.alpha_inter_s = p->cl.net_lat_s;
+		ls.all.bw_inter_Bps = p->cl.net_bw_Bps;
+	}
+	return coll_ring.time_s(&plan, &ls);
+}
+
+/* Parameters a rank of the first stage holds: L / pp layers (its share of
+ * the experts), the embedding, and the head too without a pipeline. */
+static double rank_params(const struct par_planner *p, const struct par_layout *l)
+{
+	const struct par_model *m = &p->m;
+	double layers = 0;
+	for (unsigned i = 0; i < m->layers; i++)
+		layers += par_layer_is_moe(m, i)
+				  ? par_moe_layer_params(m) - m->moe.experts * par_expert_params(m) *
+					    (1 - 1.0 / l->ep)
+				  : par_layer_params(m);
+	double params = layers / l->pp + par_embedding_params(m) +
+			(l->pp == 1 ? par_head_params(m) : 0);
+	return params / l->tp;
+}
+
+static int valid(const struct par_planner *p, const struct par_candidate *c)
+{
+	const struct par_layout *l = &c->layout;
+	const struct par_model *m = &p->m;
+	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? p->gpus : p->cl.gpus_per_node, v = l->vpp;
+	uint32_t mbs = p->tr.global_batch / l->dp / c->micro_batch;
+	if (m->heads % l->tp || (m->kv_heads % l->tp && l->tp % m->kv_heads) || gpn % l->tp ||
+	    p->tr.seq % (2 * l->cp) || m->layers % (l->pp * v) || p->tr.global_batch % l->dp ||
+	    (p->tr.global_batch / l->dp) % c->micro_batch)
+		return 0;
+	if ((v > 1 && (l->pp < 2 || mbs % l->pp)) || (l->pp > 1 && l->zero >= 2))
+		return 0;
+	if (m->moe.experts && (m->moe.experts % l->ep || (l->dp * l->cp) % l->ep || l->zero >= 2))
+		return 0;
+	return 1;
+}
+
+int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
+{
+	if (!valid(p, c))
+		return 1 + PAR_DROP_INVALID;
+	const struct par_layout *l = &c->layout;
+	const struct par_model *m = &p->m;
+	int moe = m->moe.experts > 0;
+	uint32_t mbs = p->tr.global_batch / l->dp / c->micro_batch, v = l->vpp;
+	uint32_t per = m->layers / l->pp, D = l->dp * l->cp;
+	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1);
+	const struct shape eh = moe ? shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
+					       c->recompute, 1, l->ep) : sh;
+	const struct shape *s = &sh, *e = &eh;
+	double frac = moe ? 1.0 / (m->moe.every ? m->moe.every : 1) : 0;
+	double T = (double)p->tr.seq / l->cp * c->micro_batch, act_bytes = 2 * T * m->hidden;
+	double tp = 4 * ring_s(p, SIM_COLL_ALLREDUCE, act_bytes, l->tp, 1);
+	double a2a = moe && l->ep > 1 ? 4 * ring_s(p, SIM_COLL_REDUCESCATTER,
+						   2 * T * m->moe.top_k * m->hidden, l->ep, 0) : 0;
+	double layer = (1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd + a2a) + tp;
+	double p2p = l->pp > 1 ? 2 * (p->cl.net_lat_s + act_bytes / p->cl.net_bw_Bps) : 0;
+	double stage = per * layer + p2p;
+	/* Memory: the model states, the first stage's micro-batches in flight. */
+	struct par_states st;
+	double params = rank_params(p, l);
+	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D, &st);
+	double inflight = mbs < l->pp ? mbs : l->pp;
+	double act = inflight * per * s->act + (s->act_peak - s->act);
+	double logits = 4 * T * m->vocab / l->tp;
+	c->peak_bytes = st.weights + st.grads + st.optimizer + act +
+			(l->pp == 1 ? logits : 0) + (l->zero < 3 ? 2 * p->base.ddp.bucket_bytes : 0);
+	if (c->peak_bytes > p->capacity)
+		return 1 + PAR_DROP_MEMORY;
+	/* Time: the pipeline, the exposed DP reduction, the optimizer. */
+	double phase = (mbs + (double)(l->pp - 1) / v) * stage;
+	double grads = 2 * params, ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
+	double bwd_one = per * (s->bwd + tp / 2);
+	double exposed = l->zero == 1 ? ar : l->zero == 2 ? ar / 2 + fmax(0, ar / 2 - bwd_one)
+		       : l->zero == 3 ? fmax(0, 1.5 * ar - mbs * stage) : fmax(0, ar - bwd_one);
+	struct par_op opt = { .name = "adam", .cls = PAR_OP_MEMBOUND,
+			      .bytes = 28 * params / (l->zero ? D : 1) };
+	c->bubble_s = (double)(l->pp - 1) / v * stage;
+	c->exposed_s = exposed;
+	c->step_s = phase + exposed + par_compute_time_s(p->cm, &opt);
+	return 0;
+}
+
+static int by_step(const void *a, const void *b)
+{
+	const struct par_candidate *x = a, *y = b;
+	return x->step_s < y->step_s ? -1 : x->step_s > y->step_s;
+}
+
+/* Powers of two from 1 up to max. */
+static uint32_t pow2s(uint32_t max, uint32_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	for (uint32_t x = 1; x <= max && n < cap; x *= 2)
+		out[n++] = x;
+	return n;
+}
+
+size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
+		uint64_t *total)
+{
+	uint32_t tps[16], cps[16], pps[64], mbs[8], eps[16], ntp, ncp, npp = 0, nmb, nep;
+	static const uint32_t vpps[] = { 1, 2, 4 };
+	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
+	ntp = pow2s(gpn > 64 ? 64 : gpn, tps, 16);
+	ncp = pow2s(16, cps, 16);
+	nmb = pow2s(8, mbs, 8);
+	nep = p->m.moe.experts ? pow2s(p->m.moe.experts, eps, 16) : (eps[0] = 1, 1);
+	for (uint32_t x = 1; x <= p->m.layers && npp < 64; x++)
+		if (p->m.layers % x == 0)
+			pps[npp++] = x;
+	size_t n = 0, cap = 1024;
+	struct par_candidate *c = xmalloc(cap * sizeof(*c));
+	memset(dropped, 0, PAR_DROP_NCAUSES * sizeof(uint64_t));
+	*total = 0;
+	for (uint32_t a = 0; a < ntp; a++)
+	for (uint32_t b = 0; b < ncp; b++)
+	for (uint32_t d = 0; d < npp; d++) {
+		uint64_t mp = (uint64_t)tps[a] * cps[b] * pps[d];
+		if (p->gpus % mp)
+			continue;
+		for (uint32_t vi = 0; vi < ARRAY_SIZE(vpps); vi++)
+		for (uint32_t ei = 0; ei < nep; ei++)
+		for (uint32_t mi = 0; mi < nmb; mi++)
+		for (uint32_t z = 0; z < 4; z++)
+		for (int rc = 0; rc < 3; rc++)
+		for (int sp = 0; sp < (tps[a] > 1 ? 2 : 1); sp++) {
+			/* With flash attention there is no attention core to keep, so
+			 * selective recomputation is the same layout as none. */
+			if (rc == PAR_RECOMPUTE_SELECTIVE && p->tr.flash_attention)
+				continue;
+			struct par_candidate k = { .layout = p->base, .micro_batch = mbs[mi],
+						   .recompute = (enum par_recompute)rc };
+			struct par_layout *l = &k.layout;
+			l->tp = tps[a], l->cp = cps[b], l->pp = pps[d], l->vpp = vpps[vi];
+			l->dp = (uint32_t)(p->gpus / mp), l->ep = eps[ei], l->zero = z;
+			l->sp = sp, l->fsdp.enabled = false;
+			l->schedule = l->vpp > 1 ? PAR_SCHED_INTERLEAVED : p->base.schedule ==
+				      PAR_SCHED_INTERLEAVED ? PAR_SCHED_1F1B : p->base.schedule;
+			(*total)++;
+			int why = par_plan_estimate(p, &k);
+			if (why) {
+				dropped[why - 1]++;
+				continue;
+			}
+			if (n == cap)
+				c = xreallocarray(c, cap *= 2, sizeof(*c));
+			c[n++] = k;
+		}
+	}
+	qsort(c, n, sizeof(*c), by_step);
+	*out = c;
+	return n;
+}

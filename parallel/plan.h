@@ -1,0 +1,58 @@
+/*
+ * plan.h - the layout planner's closed-form estimator: every layout of a
+ * model on N GPUs, its memory and an estimate of its step time, from the
+ * same cost functions the simulator uses (model.c's kernels, compute.c's
+ * kernel times, the collectives' closed forms), without the event engine.
+ *
+ * The estimator is for ranking: `clustersim plan` simulates the best
+ * layouts afterwards and reports where the two disagree.
+ */
+#ifndef PAR_PLAN_H
+#define PAR_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parallel/compute.h"
+#include "parallel/config.h"
+#include "topology/topo.h"
+
+/* One candidate layout and what the estimator says of it. */
+struct par_candidate {
+	struct par_layout layout;
+	uint32_t micro_batch;
+	enum par_recompute recompute;
+	double step_s;            /* estimated step time                    */
+	double peak_bytes;        /* estimated peak memory of the busiest GPU */
+	double bubble_s, exposed_s;
+};
+
+/* Why layouts were dropped before estimating. */
+enum par_drop { PAR_DROP_INVALID, PAR_DROP_MEMORY, PAR_DROP_NCAUSES };
+
+struct par_planner;
+
+/*
+ * Set up for a model and training run on a cluster of `gpus` GPUs; the
+ * layout keys of `base` that the planner does not vary (schedule, cp_algo,
+ * bucket size, algorithms) are kept. The compute model must outlive it.
+ */
+struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
+				    const struct par_layout *base, const struct topo_config *cl,
+				    uint32_t gpus, const struct par_compute_model *cm);
+void par_planner_free(struct par_planner *p);
+
+/*
+ * Enumerate every layout (tp, pp, vpp, cp, ep, dp, micro-batch, ZeRO stage,
+ * recompute, sp), estimate those that are valid and fit, and return them
+ * sorted by estimated step time (best first) in *out (caller frees).
+ * dropped[] counts the others by cause; *total counts every candidate.
+ */
+size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
+		uint64_t *total);
+
+/* Estimate one layout (0 if it is valid and fits, else the drop cause + 1). */
+int par_plan_estimate(struct par_planner *p, struct par_candidate *c);
+
+#endif

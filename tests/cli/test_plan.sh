@@ -1,0 +1,90 @@
+#!/bin/sh
+# test_plan.sh - clustersim plan: a small model on 16 GPUs is planned as pure
+# data parallelism, the winner re-run with `clustersim run` gives the planner's
+# flow step time, a model that needs sharding gets a layout that fits, nothing
+# fitting is an error, the JSON is deterministic, and bad input is refused.
+# Prints "N passed, N failed".
+set -u
+CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
+SRC=${SRCDIR:-.}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+SC="$SRC/scenarios/zero-fsdp-compare.yaml"
+# The value of KEY in the first layout of a plan --json file.
+first() { sed -e 's/.*"layouts":\[{//' -e 's/}.*//' "$1" | tr ',' '\n' |
+	sed -n "s/^\"$2\":\"*\([^\"]*\)\"*$/\1/p"; }
+
+# GPT-3 XL (1.3B) fits on one GPU: splitting the model only adds communication,
+# so the best layout on 16 GPUs is pure data parallelism.
+"$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 --json > "$T/a.json" 2> "$T/err" &&
+	ok "plan 1.3B on 16 GPUs" || bad "plan: $(cat "$T/err")"
+[ "$(first "$T/a.json" tp)$(first "$T/a.json" pp)$(first "$T/a.json" cp)" = 111 ] &&
+	[ "$(first "$T/a.json" dp)" = 16 ] && ok "the winner is pure data parallelism" ||
+	bad "winner: $(head -c 400 "$T/a.json")"
+grep -q "swapped order" "$T/err" && ok "estimate against simulation reported on stderr" ||
+	bad "stderr: $(cat "$T/err")"
+n=$(grep -o '"tp":' "$T/a.json" | wc -l)
+[ "$n" = 8 ] && ok "8 layouts simulated" || bad "$n layouts in the JSON"
+
+# The winner, run on its own, takes the time the planner reported.
+"$CS" run "$SC" --set parallel.zero="$(first "$T/a.json" zero)" \
+	--set training.micro_batch="$(first "$T/a.json" micro_batch)" \
+	--set training.recompute="$(first "$T/a.json" recompute)" --json > "$T/run.json"
+want=$(first "$T/a.json" flow_step_time_s)
+got=$(sed -n 's/^{"step_time_s":\([0-9.e+-]*\),.*/\1/p' "$T/run.json")
+[ -n "$want" ] && [ "$want" = "$got" ] && ok "clustersim run reproduces the winner ($got s)" ||
+	bad "run gives '$got' s, plan said '$want' s"
+
+# Rows come in ascending order of step time (flow for the head).
+sed -e 's/},{/\n/g' "$T/a.json" | sed -n 's/.*"step_time_s":\([0-9.e+-]*\).*/\1/p' |
+	tail -n +3 | sort -c -g && ok "analytic tail in ascending order" || bad "order"
+
+# Identical runs give identical JSON, apart from the wall-clock keys.
+"$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 --json > "$T/b.json" 2>/dev/null
+strip() { sed -e 's/"screened_per_s":[0-9.e+-]*,"wall_s":[0-9.e+-]*//' "$1"; }
+[ "$(strip "$T/a.json")" = "$(strip "$T/b.json")" ] && ok "deterministic JSON" ||
+	bad "two runs differ"
+
+# Llama-3 8B (16 bytes of model state per parameter: 128 GB) does not fit on
+# one 80 GB GPU unreplicated: the winner shards it and fits.
+"$CS" plan "$SC" --gpus 8 --set model.preset=llama3-8b --analytic 4 --top 1 \
+	--json > "$T/c.json" 2>/dev/null
+z=$(first "$T/c.json" zero) tp=$(first "$T/c.json" tp) pk=$(first "$T/c.json" peak_bytes)
+[ -n "$z" ] && { [ "$z" -ge 1 ] || [ "$tp" -gt 1 ]; } &&
+	awk -v p="$pk" 'BEGIN { exit !(p > 0 && p < 80e9) }' &&
+	ok "8B on 8 GPUs: zero$z tp$tp peaks at $pk bytes" || bad "8B: $(head -c 400 "$T/c.json")"
+grep -q '"memory":0' "$T/c.json" && bad "no layout dropped for memory" ||
+	ok "layouts dropped for memory are counted"
+
+# Nothing fits: Llama-3 70B with Adam on 8 GPUs needs 140 GB each.
+"$CS" plan "$SC" --gpus 8 --set model.preset=llama3-70b > "$T/out" 2>&1
+rc=$?
+[ $rc = 3 ] && grep -q "none of [0-9]* layouts fits: [0-9]* invalid, [0-9]* out of memory" \
+	"$T/out" && ok "nothing fits: exit 3 with the counts" || bad "rc=$rc: $(cat "$T/out")"
+
+# The table: a header, the rows, and why the winner beats the runner-up.
+"$CS" plan "$SC" --gpus 16 --analytic 4 --top 2 > "$T/t.out" 2>/dev/null
+grep -q "^1 *tp1 pp1" "$T/t.out" && grep -q " beats .* per step, flow fidelity" "$T/t.out" &&
+	ok "table and explanation" || bad "table: $(cat "$T/t.out")"
+"$CS" plan "$SC" --gpus 16 --analytic 4 --top 2 --objective mfu 2>/dev/null |
+	grep -q "with an MFU of" && ok "--objective mfu compares MFU" || bad "--objective mfu"
+
+# Bad input: each a clear error and exit 2.
+check_bad() {
+	want=$1; shift
+	"$CS" plan "$@" > "$T/out" 2>&1
+	rc=$?
+	[ $rc = 2 ] && grep -q "$want" "$T/out" && ok "refused: $want" ||
+		bad "rc=$rc for '$*': $(cat "$T/out")"
+}
+check_bad "expected a scenario and --gpus N" "$SC"
+check_bad "not a whole number of nodes of 8 GPUs" "$SC" --gpus 12
+check_bad "option --objective: expected step_time" "$SC" --gpus 16 --objective speed
+check_bad "option -g/--gpus: expected a whole number" "$SC" --gpus 0
+check_bad "nope.yaml" "$T/nope.yaml" --gpus 8
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,241 @@
+/*
+ * test_plan.c - unit tests for parallel/plan.c, the planner's estimator:
+ * every candidate counted once (kept, invalid or out of memory), the kept
+ * ones whole layouts of the GPUs that fit and come best first, the validity
+ * rules, ZeRO lowering the memory estimate, selective recomputation skipped
+ * with flash attention, expert parallelism changing the estimate, and the
+ * estimate against the simulator for the shipped DDP scenario.
+ * Needs CLUSTERSIM_SRCDIR: the scenarios are CLUSTERSIM_SRCDIR/scenarios.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "parallel/plan.h"
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+
+#ifndef CLUSTERSIM_SRCDIR
+#error "build with -DCLUSTERSIM_SRCDIR='\"/path/to/source\"'"
+#endif
+#define SCENARIO CLUSTERSIM_SRCDIR "/scenarios/zero-fsdp-compare.yaml"
+
+static struct scn s;
+static struct par_compute_model *cm;
+static struct par_planner *pl;
+
+/* The shipped ZeRO/FSDP scenario (GPT-3 1.3B, DGX H100), with --set lines,
+ * and a planner for `gpus` GPUs of it. */
+static void setup_with(const char *const *sets, size_t nsets, uint32_t gpus)
+{
+	char err[SCN_ERRLEN] = "";
+	ck_assert_msg(scn_load_unchecked(&s, SCENARIO, sets, nsets, err, sizeof err) == 0, "%s",
+		      err);
+	s.cluster.nodes = gpus / s.cluster.gpus_per_node;
+	cm = par_compute_model_new(&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision,
+				   s.datadir, err, sizeof err);
+	ck_assert_msg(cm != NULL, "%s", err);
+	pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster, gpus, cm);
+}
+
+static void teardown(void)
+{
+	par_planner_free(pl);
+	par_compute_model_free(cm);
+	pl = NULL, cm = NULL;
+}
+
+/* A candidate from the scenario's own layout with some keys changed. */
+static struct par_candidate cand(uint32_t tp, uint32_t pp, uint32_t vpp, uint32_t dp,
+				 uint32_t zero, uint32_t mb)
+{
+	struct par_candidate c = { .layout = s.parallel, .micro_batch = mb,
+				   .recompute = PAR_RECOMPUTE_NONE };
+	c.layout.tp = tp, c.layout.pp = pp, c.layout.vpp = vpp, c.layout.dp = dp;
+	c.layout.cp = 1, c.layout.ep = 1, c.layout.zero = zero;
+	c.layout.schedule = vpp > 1 ? PAR_SCHED_INTERLEAVED : PAR_SCHED_1F1B;
+	return c;
+}
+
+START_TEST(every_candidate_counted_once)
+{
+	setup_with(NULL, 0, 16);
+	struct par_candidate *c;
+	uint64_t dropped[PAR_DROP_NCAUSES], total;
+	size_t n = par_plan(pl, &c, dropped, &total);
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_eq(total, n + dropped[PAR_DROP_INVALID] + dropped[PAR_DROP_MEMORY]);
+	double cap = topo_gpu_find(s.cluster.gpu)->mem_bytes;
+	for (size_t i = 0; i < n; i++) {
+		const struct par_layout *l = &c[i].layout;
+		ck_assert_uint_eq(l->tp * l->pp * l->cp * l->dp, 16);
+		ck_assert_msg(c[i].peak_bytes > 0 && c[i].peak_bytes <= cap, "peak %g",
+			      c[i].peak_bytes);
+		ck_assert(c[i].step_s > 0);
+		ck_assert_uint_eq(s.training.global_batch % (l->dp * c[i].micro_batch), 0);
+		if (l->pp == 1)
+			ck_assert(c[i].bubble_s == 0);
+		if (i)
+			ck_assert(c[i - 1].step_s <= c[i].step_s);
+		/* flash attention: selective recomputation is not a layout of its own */
+		ck_assert_int_ne(c[i].recompute, PAR_RECOMPUTE_SELECTIVE);
+	}
+	/* The same answer twice. */
+	struct par_candidate *d;
+	uint64_t dropped2[PAR_DROP_NCAUSES], total2;
+	ck_assert_uint_eq(par_plan(pl, &d, dropped2, &total2), n);
+	ck_assert_uint_eq(total2, total);
+	ck_assert(memcmp(c, d, n * sizeof(*c)) == 0);
+	free(c), free(d);
+	teardown();
+}
+END_TEST
+
+START_TEST(validity_rules)
+{
+	setup_with(NULL, 0, 16);
+	struct par_candidate c = cand(3, 1, 1, 16, 0, 1);       /* 32 heads: no tp 3 */
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_INVALID);
+	c = cand(16, 1, 1, 1, 0, 1);                             /* tp across nodes */
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_INVALID);
+	c = cand(1, 1, 2, 16, 0, 1);                             /* vpp without a pipeline */
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_INVALID);
+	c = cand(1, 2, 1, 8, 2, 1);                              /* ZeRO-2 with a pipeline */
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_INVALID);
+	c = cand(1, 1, 1, 16, 0, 3);                             /* 8 per rank, mb 3 */
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_INVALID);
+	c = cand(1, 1, 1, 16, 0, 4);
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+	teardown();
+}
+END_TEST
+
+START_TEST(zero_lowers_memory)
+{
+	setup_with(NULL, 0, 16);
+	double last = INFINITY;
+	for (uint32_t z = 0; z < 4; z++) {
+		struct par_candidate c = cand(1, 1, 1, 16, z, 1);
+		ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+		ck_assert_msg(c.peak_bytes < last, "zero%u: %g bytes, not below %g", z,
+			      c.peak_bytes, last);
+		last = c.peak_bytes;
+	}
+	teardown();
+}
+END_TEST
+
+START_TEST(out_of_memory)
+{
+	/* Llama-3 70B: 16 bytes of state per parameter over 8 GPUs is 140 GB. */
+	const char *sets[] = { "model.preset=llama3-70b" };
+	setup_with(sets, 1, 8);
+	for (uint32_t z = 0; z < 4; z++) {
+		struct par_candidate c = cand(1, 1, 1, 8, z, 1);
+		ck_assert_int_eq(par_plan_estimate(pl, &c), 1 + PAR_DROP_MEMORY);
+	}
+	struct par_candidate *c;
+	uint64_t dropped[PAR_DROP_NCAUSES], total;
+	ck_assert_uint_eq(par_plan(pl, &c, dropped, &total), 0);
+	ck_assert_uint_gt(dropped[PAR_DROP_MEMORY], 0);
+	free(c);
+	teardown();
+}
+END_TEST
+
+START_TEST(selective_without_flash)
+{
+	const char *sets[] = { "training.flash_attention=false" };
+	setup_with(sets, 1, 8);
+	struct par_candidate *c;
+	uint64_t dropped[PAR_DROP_NCAUSES], total;
+	size_t n = par_plan(pl, &c, dropped, &total), sel = 0;
+	for (size_t i = 0; i < n; i++)
+		sel += c[i].recompute == PAR_RECOMPUTE_SELECTIVE;
+	ck_assert_uint_gt(sel, 0);
+	free(c);
+	/* Selective recomputation keeps less than none and costs more time. */
+	struct par_candidate a = cand(1, 1, 1, 8, 0, 2), b = a;
+	b.recompute = PAR_RECOMPUTE_SELECTIVE;
+	ck_assert_int_eq(par_plan_estimate(pl, &a), 0);
+	ck_assert_int_eq(par_plan_estimate(pl, &b), 0);
+	ck_assert(b.peak_bytes < a.peak_bytes);
+	ck_assert(b.step_s > a.step_s);
+	teardown();
+}
+END_TEST
+
+START_TEST(expert_parallelism_changes_estimate)
+{
+	/* Mixtral 8x7B on 64 GPUs: the experts' kernels depend on ep, so the
+	 * estimator's cache must tell the shapes apart. */
+	const char *sets[] = { "model.preset=mixtral-8x7b" };
+	setup_with(sets, 1, 64);
+	struct par_candidate a = cand(8, 1, 1, 8, 1, 1), b = a;
+	b.layout.ep = 8;
+	a.layout.ep = 1;
+	int ra = par_plan_estimate(pl, &a), rb = par_plan_estimate(pl, &b);
+	ck_assert_int_eq(rb, 0);
+	/* The 8-way experts hold an eighth of the expert weights. */
+	if (ra == 0)
+		ck_assert(b.peak_bytes < a.peak_bytes);
+	struct par_candidate b2 = b;
+	ck_assert_int_eq(par_plan_estimate(pl, &b2), 0);
+	ck_assert(b2.step_s == b.step_s);
+	teardown();
+}
+END_TEST
+
+START_TEST(estimate_against_simulation)
+{
+	/* The shipped DDP layout (tp1 pp1 dp16, micro-batch 4): the estimate is
+	 * a ranking aid, not a prediction, but it must be in the right range. */
+	setup_with(NULL, 0, 16);
+	struct par_candidate c = cand(1, 1, 1, 16, 0, 4);
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+	char err[256];
+	char serr[SCN_ERRLEN];
+	s.parallel = c.layout;
+	ck_assert_msg(scn_validate(&s, serr, sizeof serr) == 0, "%s", serr);
+	struct par_train t = {
+		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
+		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
+	};
+	sim_config_init(&t.sim);
+	t.sim.algos = coll_algos;
+	struct par_report r;
+	ck_assert_msg(par_train_run(&t, &r, err, sizeof err) == 0, "%s", err);
+	double dt = fabs(c.step_s / r.step_time_s - 1), dm = fabs(c.peak_bytes / r.memory.peak - 1);
+	ck_assert_msg(dt < 0.25, "estimate %.4f s, simulated %.4f s", c.step_s, r.step_time_s);
+	ck_assert_msg(dm < 0.15, "estimate %.3g B, simulated %.3g B", c.peak_bytes,
+		      r.memory.peak);
+	teardown();
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+	Suite *su = suite_create("plan");
+	TCase *t = tcase_create("estimator");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, every_candidate_counted_once);
+	tcase_add_test(t, validity_rules);
+	tcase_add_test(t, zero_lowers_memory);
+	tcase_add_test(t, out_of_memory);
+	tcase_add_test(t, selective_without_flash);
+	tcase_add_test(t, expert_parallelism_changes_estimate);
+	tcase_add_test(t, estimate_against_simulation);
+	suite_add_tcase(su, t);
+	return su;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(plan_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

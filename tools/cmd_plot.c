@@ -1,0 +1,668 @@
+/*
+ * cmd_plot.c - `clustersim plot DB --x KEY --y METRIC [--series KEY] --svg
+ * FILE`: a line chart of a stored sweep (tables sweeps, sweep_points,
+ * sweep_values; docs/schema.md), drawn by tools/plot.c.
+ *
+ * The sweep's points are read once, with their varied values, into memory
+ * (a sweep holds at most 100,000 points of at most 8 keys). The x key's
+ * values become numbers when they all parse as plain numbers or as sizes,
+ * times or rates with units, else evenly spaced categories. A chart never
+ * mixes points silently: a key that varies among the chosen points must be
+ * the x axis, the series or fixed by --where, else the command refuses.
+ * The database is opened read-only.
+ */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/util.h"
+#include "tools/plot.h"
+
+#define MAX_KEYS 16
+
+static const struct cli_opt plot_opts[] = {
+	{ "sweep", 0, CLI_COUNT, "ID", "the newest sweep", "which sweep of DB to draw (sweeps.id)" },
+	{ "x", 0, CLI_STR, "KEY", NULL, "the varied key along the x axis (required)" },
+	{ "y", 0, CLI_STR, "METRIC", NULL,
+	  "the figure up the y axis (required): step_time_s, tokens_per_s, mfu, hfu, peak_bytes, "
+	  "capacity_bytes, compute_s, exposed_comm_s, bubble_s, idle_s, gpus, dp or "
+	  "micro_batches" },
+	{ "series", 0, CLI_STR, "KEY", NULL, "another varied key: one line per value, and a legend" },
+	{ "where", 0, CLI_LIST, "KEY=VALUE", NULL,
+	  "keep only the points where a varied key has this value (repeatable)" },
+	{ "svg", 0, CLI_STR, "FILE", NULL, "write the chart to FILE, - for standard output (required)" },
+	{ 0 },
+};
+
+/* The figures that can be drawn: sweep_points columns, axis titles, scale. */
+static const struct metric {
+	const char *col;
+	const char *title;
+	double scale;         /* stored value to plotted value */
+} metrics[] = {
+	{ "step_time_s", "step time (s)", 1 },
+	{ "tokens_per_s", "throughput (tokens/s)", 1 },
+	{ "mfu", "MFU (fraction)", 1 },
+	{ "hfu", "HFU (fraction)", 1 },
+	{ "peak_bytes", "peak memory of the busiest GPU (GB)", 1e-9 },
+	{ "capacity_bytes", "GPU memory (GB)", 1e-9 },
+	{ "compute_s", "compute time per step (s)", 1 },
+	{ "exposed_comm_s", "exposed communication per step (s)", 1 },
+	{ "bubble_s", "pipeline bubble per step (s)", 1 },
+	{ "idle_s", "idle time per step (s)", 1 },
+	{ "gpus", "GPUs (count)", 1 },
+	{ "dp", "data-parallel degree (count)", 1 },
+	{ "micro_batches", "micro-batches per step (count)", 1 },
+};
+
+/* One stored point: its status, figure and the value of each key. */
+struct spoint {
+	char status[16];
+	char *reason;
+	double y;                     /* NAN when not ok or NULL     */
+	char *val[MAX_KEYS];          /* by key index; NULL: none    */
+};
+
+/* A list of distinct strings in order of first appearance. */
+struct vlist {
+	const char **v;
+	size_t n;
+};
+
+/* Everything one plot needs; the strings and arrays are owned here. */
+struct plotctx {
+	struct cli_args *a;
+	const char *path;
+	sqlite3 *db;
+	long long sweep;
+	char *command;                /* sweeps.command, or the scenario      */
+	const struct metric *m;
+	char *keys[MAX_KEYS];         /* the varied keys, in stored order     */
+	size_t nkeys;
+	struct spoint *pts;
+	size_t npts;
+	int xk, sk;                   /* key indices of --x and --series (-1) */
+	int wk[MAX_KEYS];             /* --where keys and values              */
+	const char *wv[MAX_KEYS];
+	size_t nwhere;
+};
+
+/* ---- lists for messages ----------------------------------------------------------- */
+
+/*
+ * Add s unless it is there: O(values) a call, so O(points x values) for a
+ * key's values, a few million comparisons at most for the largest sweep.
+ */
+static void vlist_add(struct vlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return;
+	l->v = xreallocarray(l->v, l->n + 1, sizeof(char *));
+	l->v[l->n++] = s;
+}
+
+/* "a, b, c" (sep between) into buf, cut with "..." when it does not fit. */
+static char *join(const char *const *v, size_t n, const char *sep, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%s", i ? sep : "", v[i]);
+		used += w > 0 ? (size_t)w : 0;
+	}
+	if (used >= len && len > 4)
+		strcpy(buf + len - 4, "...");
+	return buf;
+}
+
+/* The metrics' names, for the message about an unknown one. */
+static char *metric_names(char *buf, size_t len)
+{
+	const char *names[ARRAY_SIZE(metrics)];
+	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++)
+		names[i] = metrics[i].col;
+	return join(names, ARRAY_SIZE(metrics), ", ", buf, len);
+}
+
+/* Index of a varied key, or -1 if the sweep does not vary it. */
+static int key_index(const struct plotctx *c, const char *name)
+{
+	for (size_t k = 0; k < c->nkeys; k++)
+		if (!strcmp(c->keys[k], name))
+			return (int)k;
+	return -1;
+}
+
+/* ---- reading the sweep ---------------------------------------------------------------- */
+
+/*
+ * A query on the sweep tables failed: the file is not SQLite, or lacks the
+ * tables; either way it is not a database this command can read.
+ */
+static int db_error(struct plotctx *c, const char *what)
+{
+	return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s: %s)", c->path,
+			 what, sqlite3_errmsg(c->db));
+}
+
+/* Open DB read-only; a file that is missing or unreadable is bad input. */
+static int open_ro(struct plotctx *c)
+{
+	if (access(c->path, R_OK) != 0)
+		return cli_error(c->a, CLI_BADINPUT, "cannot read database '%s': %s", c->path,
+				 strerror(errno));
+	int rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK)
+		return cli_error(c->a, CLI_BADINPUT, "cannot open '%s': %s", c->path,
+				 sqlite3_errstr(rc));
+	sqlite3_busy_timeout(c->db, 10000);
+	return CLI_OK;
+}
+
+/* The sweep to draw: --sweep's, or the newest; its command for the title. */
+static int pick_sweep(struct plotctx *c)
+{
+	int given = cli_has(c->a, "sweep");
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(c->db, given ? "SELECT id, coalesce(command, scenario) FROM sweeps "
+			       "WHERE id = ?1" : "SELECT id, coalesce(command, scenario) FROM "
+			       "sweeps ORDER BY id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
+		return db_error(c, "reading its sweeps");
+	sqlite3_bind_int64(q, 1, c->sweep);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *cmd = (const char *)sqlite3_column_text(q, 1);
+		c->sweep = sqlite3_column_int64(q, 0);
+		c->command = xstrdup(cmd ? cmd : "(command not recorded)");
+	}
+	sqlite3_finalize(q);
+	if (rc == SQLITE_ROW)
+		return CLI_OK;
+	if (rc != SQLITE_DONE)
+		return db_error(c, "reading its sweeps");
+	if (given)
+		return cli_error(c->a, CLI_BADINPUT, "option --sweep: no sweep %lld in %s", c->sweep,
+				 c->path);
+	return cli_error(c->a, CLI_BADINPUT, "%s holds no sweep (store one with clustersim sweep "
+			 "--db)", c->path);
+}
+
+/* Key index of name, added to the keys when new; -1 past MAX_KEYS. */
+static int key_add(struct plotctx *c, const char *name)
+{
+	int k = key_index(c, name);
+	if (k >= 0 || c->nkeys == MAX_KEYS)
+		return k;
+	c->keys[c->nkeys] = xstrdup(name);
+	return (int)c->nkeys++;
+}
+
+/* Start a point from the row of q (status, reason, figure). */
+static void point_new(struct plotctx *c, sqlite3_stmt *q)
+{
+	c->pts = xreallocarray(c->pts, c->npts + 1, sizeof(*c->pts));
+	struct spoint *p = &c->pts[c->npts++];
+	memset(p, 0, sizeof(*p));
+	const char *st = (const char *)sqlite3_column_text(q, 1);
+	const char *why = (const char *)sqlite3_column_text(q, 2);
+	snprintf(p->status, sizeof(p->status), "%s", st ? st : "?");
+	p->reason = why ? xstrdup(why) : NULL;
+	p->y = sqlite3_column_type(q, 3) == SQLITE_NULL ? NAN
+						       : sqlite3_column_double(q, 3) * c->m->scale;
+}
+
+/* Every point of the sweep with its varied values, one row per value. */
+static int load_points(struct plotctx *c)
+{
+	char sql[400];
+	snprintf(sql, sizeof(sql), "SELECT p.point, p.status, p.reason, p.%s, v.key, v.value "
+		 "FROM sweep_points p JOIN sweep_values v ON v.sweep_id = p.sweep_id AND "
+		 "v.point = p.point WHERE p.sweep_id = ?1 ORDER BY p.point, v.rowid", c->m->col);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_error(c, "reading the sweep's points");
+	sqlite3_bind_int64(q, 1, c->sweep);
+	long long last = -1;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (sqlite3_column_int64(q, 0) != last)  /* rows come point by point */
+			point_new(c, q);
+		last = sqlite3_column_int64(q, 0);
+		const char *key = (const char *)sqlite3_column_text(q, 4);
+		const char *val = (const char *)sqlite3_column_text(q, 5);
+		int k = key_add(c, key ? key : "");
+		if (k >= 0 && !c->pts[c->npts - 1].val[k])
+			c->pts[c->npts - 1].val[k] = xstrdup(val ? val : "");
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return db_error(c, "reading the sweep's points");
+	if (c->npts == 0)
+		return cli_error(c->a, CLI_BADINPUT, "sweep %lld of %s has no points yet (run the "
+				 "sweep again to resume it)", c->sweep, c->path);
+	return CLI_OK;
+}
+
+/* ---- choosing the points ------------------------------------------------------------ */
+
+/* Whether point p passes every --where. */
+static int chosen(const struct plotctx *c, const struct spoint *p)
+{
+	for (size_t i = 0; i < c->nwhere; i++)
+		if (!p->val[c->wk[i]] || strcmp(p->val[c->wk[i]], c->wv[i]))
+			return 0;
+	return 1;
+}
+
+/* The distinct values of key k among all points, or the chosen ones only. */
+static struct vlist key_values(const struct plotctx *c, int k, int chosen_only)
+{
+	struct vlist l = { 0 };
+	for (size_t i = 0; i < c->npts; i++)
+		if (c->pts[i].val[k] && (!chosen_only || chosen(c, &c->pts[i])))
+			vlist_add(&l, c->pts[i].val[k]);
+	return l;
+}
+
+/* The key index of option opt's value, or an error listing the keys. */
+static int find_key(struct plotctx *c, const char *opt, const char *name, int *k)
+{
+	char list[600];
+	*k = key_index(c, name);
+	if (*k >= 0)
+		return CLI_OK;
+	return cli_error(c->a, CLI_BADINPUT, "option --%s: '%s' is not a varied key of sweep %lld; "
+			 "its varied keys: %s", opt, name, c->sweep,
+			 join((const char *const *)c->keys, c->nkeys, ", ", list, sizeof(list)));
+}
+
+/* One --where KEY=VALUE: a varied key, not the x or series, and one of its values. */
+static int add_where(struct plotctx *c, const char *kv)
+{
+	char key[256], list[600];
+	const char *eq = strchr(kv, '=');
+	int k;
+	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
+		return cli_error(c->a, CLI_BADINPUT, "option --where: expected KEY=VALUE, got '%s'",
+				 kv);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+	if (find_key(c, "where", key, &k) != CLI_OK)
+		return CLI_BADINPUT;
+	if (k == c->xk || k == c->sk)
+		return cli_error(c->a, CLI_BADINPUT, "option --where: %s is already the %s", key,
+				 k == c->xk ? "x axis (--x)" : "series (--series)");
+	struct vlist vals = key_values(c, k, 0);
+	int found = 0;
+	for (size_t i = 0; i < vals.n; i++)
+		found |= !strcmp(vals.v[i], eq + 1);
+	if (!found)
+		cli_error(c->a, CLI_BADINPUT, "option --where: %s is never '%s' in sweep %lld; its "
+			  "values: %s", key, eq + 1, c->sweep, join(vals.v, vals.n, ", ", list, sizeof(list)));
+	free(vals.v);
+	c->wk[c->nwhere] = k;
+	c->wv[c->nwhere++] = eq + 1;
+	return found ? CLI_OK : CLI_BADINPUT;
+}
+
+/* Refuse a key other than x, series and --where that varies among the chosen points. */
+static int check_mixed(struct plotctx *c)
+{
+	for (size_t k = 0; k < c->nkeys; k++) {
+		if ((int)k == c->xk || (int)k == c->sk)
+			continue;
+		struct vlist vals = key_values(c, (int)k, 1);
+		char list[400];
+		int rc = vals.n <= 1 ? CLI_OK : cli_error(c->a, CLI_BADINPUT,
+			"the sweep also varies %s (%s): draw one line per value with --series %s, "
+			"or keep one value with --where %s=%s", c->keys[k],
+			join(vals.v, vals.n, ", ", list, sizeof(list)), c->keys[k], c->keys[k], vals.v[0]);
+		free(vals.v);
+		if (rc != CLI_OK)
+			return rc;
+	}
+	return CLI_OK;
+}
+
+/* --x, --series and --where against the sweep's keys. */
+static int resolve_keys(struct plotctx *c)
+{
+	struct cli_args *a = c->a;
+	if (find_key(c, "x", cli_str(a, "x", ""), &c->xk) != CLI_OK)
+		return CLI_BADINPUT;
+	c->sk = -1;
+	if (cli_has(a, "series") && find_key(c, "series", cli_str(a, "series", ""), &c->sk))
+		return CLI_BADINPUT;
+	if (c->sk == c->xk)
+		return cli_error(a, CLI_BADINPUT, "option --series: %s is already the x axis",
+				 c->keys[c->xk]);
+	int wi = 0;  /* the list of --where values, by the option's index */
+	while (strcmp(a->cmd->opts[wi].name, "where"))
+		wi++;
+	if (a->nlist[wi] > MAX_KEYS)
+		return cli_error(a, CLI_BADINPUT, "option --where: at most %d", MAX_KEYS);
+	for (int i = 0; i < a->nlist[wi]; i++)
+		if (add_where(c, a->list[wi][i]) != CLI_OK)
+			return CLI_BADINPUT;
+	return check_mixed(c);
+}
+
+/* ---- numbers from values ------------------------------------------------------------- */
+
+/* A value as a number: plain, or a size, time or rate; its kind, or -1. */
+static int parse_value(const char *s, double *v)
+{
+	static const struct { enum plot_xkind kind; enum sim_unit unit; } units[] = {
+		{ PLOT_X_BYTES, SIM_UNIT_BYTES }, { PLOT_X_TIME, SIM_UNIT_TIME },
+		{ PLOT_X_RATE, SIM_UNIT_RATE },
+	};
+	char *end, err[128];
+	errno = 0;
+	*v = strtod(s, &end);
+	if (end != s && !*end && !errno && isfinite(*v))
+		return PLOT_X_NUMBER;
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (sim_units_parse(units[i].unit, s, v, err, sizeof(err)) == 0)
+			return (int)units[i].kind;
+	return -1;
+}
+
+/*
+ * What the values are: numbers of one kind (num[] filled), a plain 0 going
+ * with any unit, or else categories.
+ */
+static enum plot_xkind classify(const struct vlist *l, double *num)
+{
+	int kind = PLOT_X_NUMBER, plain = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		int k = parse_value(l->v[i], &num[i]);
+		if (k < 0 || (k != PLOT_X_NUMBER && kind != PLOT_X_NUMBER && k != kind))
+			return PLOT_X_CATEGORY;
+		plain |= k == PLOT_X_NUMBER && num[i] != 0;
+		kind = k == PLOT_X_NUMBER ? kind : k;
+	}
+	return kind != PLOT_X_NUMBER && plain ? PLOT_X_CATEGORY : (enum plot_xkind)kind;
+}
+
+/* ---- the chart ------------------------------------------------------------------------- */
+
+/* What the chart is made of, built from the chosen points. */
+struct chartdata {
+	struct vlist xs, ss;          /* distinct x and series values      */
+	double *xnum;                 /* the x values as numbers           */
+	struct plot_line *lines;
+	struct plot_point *pts;       /* every line's points, end to end   */
+	char **tips;
+	char note[512], bad[96], title[400];
+};
+
+/* Points by x, for qsort: a line is drawn left to right. */
+static int cmp_point(const void *a, const void *b)
+{
+	double x = ((const struct plot_point *)a)->x, y = ((const struct plot_point *)b)->x;
+	return (x > y) - (x < y);
+}
+
+/* Index of s in l (it is there). */
+static size_t vlist_find(const struct vlist *l, const char *s)
+{
+	size_t i = 0;
+	while (i < l->n && strcmp(l->v[i], s))
+		i++;
+	BUG_ON(i == l->n);
+	return i;
+}
+
+/* Series values ascending when they are all numbers, else as first seen. */
+static void order_series(struct vlist *ss)
+{
+	double *num = xcalloc(ss->n ? ss->n : 1, sizeof(double));
+	if (classify(ss, num) != PLOT_X_CATEGORY)
+		for (size_t i = 1; i < ss->n; i++)  /* insertion sort: a few dozen values */
+			for (size_t j = i; j > 0 && num[j - 1] > num[j]; j--) {
+				double t = num[j];
+				const char *s = ss->v[j];
+				num[j] = num[j - 1], ss->v[j] = ss->v[j - 1];
+				num[j - 1] = t, ss->v[j - 1] = s;
+			}
+	free(num);
+}
+
+/* The tooltip of point p: its values, then its figure or why it has none. */
+static char *point_tip(const struct plotctx *c, const struct spoint *p)
+{
+	char vals[600];
+	const char *kv[MAX_KEYS];
+	char buf[MAX_KEYS][300];
+	size_t n = 0;
+	for (size_t k = 0; k < c->nkeys; k++)
+		if (p->val[k]) {
+			snprintf(buf[n], sizeof(buf[n]), "%s=%s", c->keys[k], p->val[k]);
+			kv[n] = buf[n];
+			n++;
+		}
+	join(kv, n, ", ", vals, sizeof(vals));
+	if (!isnan(p->y) && !strcmp(p->status, "ok"))
+		return xasprintf("%s: %s %.6g", vals, c->m->col, p->y);
+	return xasprintf("%s: %s%s%s", vals, p->status, p->reason ? ": " : "",
+			 p->reason ? p->reason : "");
+}
+
+/*
+ * One line per series value (one line without --series), its points in x
+ * order; a point's x is its value, or its category's index. O(lines x
+ * points): 64 values times 100,000 points at most.
+ */
+static void build_lines(const struct plotctx *c, struct chartdata *d, enum plot_xkind kind)
+{
+	size_t nl = d->ss.n ? d->ss.n : 1, np = 0;
+	d->lines = xcalloc(nl, sizeof(*d->lines));
+	d->pts = xcalloc(c->npts, sizeof(*d->pts));
+	d->tips = xcalloc(c->npts, sizeof(char *));
+	for (size_t l = 0; l < nl; l++) {
+		struct plot_line *line = &d->lines[l];
+		line->label = c->sk >= 0 ? d->ss.v[l] : c->m->col;
+		line->pts = &d->pts[np];
+		for (size_t i = 0; i < c->npts; i++) {
+			const struct spoint *p = &c->pts[i];
+			if (!chosen(c, p) || !p->val[c->xk] ||
+			    (c->sk >= 0 && (!p->val[c->sk] || strcmp(p->val[c->sk], d->ss.v[l]))))
+				continue;
+			size_t xi = vlist_find(&d->xs, p->val[c->xk]);
+			char *tip = point_tip(c, p);
+			d->tips[np] = tip;
+			d->pts[np++] = (struct plot_point){
+				.x = kind == PLOT_X_CATEGORY ? (double)xi : d->xnum[xi], .y = p->y,
+				.ok = !strcmp(p->status, "ok") && !isnan(p->y), .tip = tip };
+			line->n++;
+		}
+		qsort(&d->pts[np - line->n], line->n, sizeof(*d->pts), cmp_point);
+	}
+}
+
+/* The legend's words for crosses: the reasons present and how many points. */
+static const char *bad_label(const struct plotctx *c, char *buf, size_t len)
+{
+	static const char *const statuses[] = { "no_fit", "invalid", "failed", "ok" };
+	static const char *const words[] = { "no fit", "invalid", "failed", "no value" };
+	const char *present[ARRAY_SIZE(statuses)];
+	size_t n = 0, total = 0;
+	for (size_t s = 0; s < ARRAY_SIZE(statuses); s++) {
+		size_t seen = 0;
+		for (size_t i = 0; i < c->npts; i++)  /* an ok point without its figure: "no value" */
+			seen += chosen(c, &c->pts[i]) && !strcmp(c->pts[i].status, statuses[s]) &&
+				(s < 3 || isnan(c->pts[i].y));
+		if (seen)
+			present[n++] = words[s];
+		total += seen;
+	}
+	if (!total)
+		return NULL;
+	char list[80];
+	snprintf(buf, len, "%s (%zu point%s)", join(present, n, " / ", list, sizeof(list)), total,
+		 total == 1 ? "" : "s");
+	return buf;
+}
+
+/* The third line: keys fixed by --where or by having one value only. */
+static const char *fixed_note(const struct plotctx *c, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t k = 0; k < c->nkeys; k++) {
+		if ((int)k == c->xk || (int)k == c->sk)
+			continue;
+		struct vlist vals = key_values(c, (int)k, 1);
+		if (vals.n == 1 && used < len) {
+			int w = snprintf(buf + used, len - used, "%s%s = %s", used ? ", " : "with ",
+					 c->keys[k], vals.v[0]);
+			used += w > 0 ? (size_t)w : 0;
+		}
+		free(vals.v);
+	}
+	return buf[0] ? buf : NULL;
+}
+
+/* Fill p from the chosen points. */
+static void build_plot(const struct plotctx *c, struct chartdata *d, struct plot *p)
+{
+	d->xs = key_values(c, c->xk, 1);
+	if (c->sk >= 0) {
+		d->ss = key_values(c, c->sk, 1);
+		order_series(&d->ss);
+	}
+	d->xnum = xcalloc(d->xs.n ? d->xs.n : 1, sizeof(double));
+	enum plot_xkind kind = classify(&d->xs, d->xnum);
+	build_lines(c, d, kind);
+	snprintf(d->title, sizeof(d->title), "Sweep %lld: %s by %s%s%s", c->sweep, c->m->col,
+		 c->keys[c->xk], c->sk >= 0 ? ", one line per " : "", c->sk >= 0 ? c->keys[c->sk] : "");
+	*p = (struct plot){
+		.title = d->title, .command = c->command, .note = fixed_note(c, d->note, sizeof(d->note)),
+		.xkind = kind, .cats = d->xs.v, .ncats = d->xs.n, .xtitle = c->keys[c->xk],
+		.ytitle = c->m->title, .legend_title = c->sk >= 0 ? c->keys[c->sk] : NULL,
+		.lines = d->lines, .nlines = d->ss.n ? d->ss.n : 1,
+		.bad_label = bad_label(c, d->bad, sizeof(d->bad)),
+	};
+}
+
+/* Release what build_plot() allocated; npts bounds the tooltips. */
+static void chartdata_free(struct chartdata *d, size_t npts)
+{
+	for (size_t i = 0; i < npts; i++)
+		free(d->tips[i]);
+	free(d->tips);
+	free(d->pts);
+	free(d->lines);
+	free(d->xnum);
+	free(d->xs.v);
+	free(d->ss.v);
+}
+
+/* Draw to --svg; a file left by an error is removed. */
+static int write_svg(struct plotctx *c)
+{
+	const char *path = cli_str(c->a, "svg", "-");
+	int to_stdout = !strcmp(path, "-");
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	if (!f)
+		return cli_error(c->a, CLI_BADINPUT, "option --svg: cannot write '%s': %s", path,
+				 strerror(errno));
+	struct chartdata d = { 0 };
+	struct plot p;
+	build_plot(c, &d, &p);
+	int rc = plot_write(&p, f) == 0 ? CLI_OK : CLI_FAIL;
+	if (!to_stdout && fclose(f) != 0)
+		rc = CLI_FAIL;
+	chartdata_free(&d, c->npts);
+	if (rc != CLI_OK) {
+		cli_error(c->a, rc, "option --svg: error writing '%s'", path);
+		if (!to_stdout)
+			remove(path);
+	}
+	return rc;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+/* The options that need no database: positional, required, the metric. */
+static int check_opts(struct plotctx *c)
+{
+	struct cli_args *a = c->a;
+	char list[400];
+	if (a->npos != 1)
+		return cli_error(a, CLI_BADINPUT, "expected one database file (clustersim plot DB "
+				 "--x KEY --y METRIC --svg FILE)");
+	static const char *const required[] = { "x", "y", "svg" };
+	for (size_t i = 0; i < ARRAY_SIZE(required); i++)
+		if (!cli_has(a, required[i]))
+			return cli_error(a, CLI_BADINPUT, "option --%s is required (clustersim plot DB "
+					 "--x KEY --y METRIC --svg FILE)", required[i]);
+	const char *y = cli_str(a, "y", "");
+	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++)
+		if (!strcmp(metrics[i].col, y))
+			c->m = &metrics[i];
+	if (!c->m)
+		return cli_error(a, CLI_BADINPUT, "option --y: unknown metric '%s'; expected one of: "
+				 "%s", y, metric_names(list, sizeof(list)));
+	return cli_count(a, "sweep", 1, INT64_MAX, &c->sweep) < 0 ? CLI_BADINPUT : CLI_OK;
+}
+
+/* Release the points, keys and connection, whatever stage failed. */
+static void plotctx_free(struct plotctx *c)
+{
+	for (size_t i = 0; i < c->npts; i++) {
+		free(c->pts[i].reason);
+		for (size_t k = 0; k < c->nkeys; k++)
+			free(c->pts[i].val[k]);
+	}
+	for (size_t k = 0; k < c->nkeys; k++)
+		free(c->keys[k]);
+	free(c->pts);
+	free(c->command);
+	sqlite3_close(c->db);
+}
+
+/* Check the options, read the sweep, choose its points, draw them. */
+static int plot_run(struct cli_args *a)
+{
+	struct plotctx c = { .a = a, .path = a->pos[0] };
+	int rc = check_opts(&c);
+	if (rc == CLI_OK)
+		rc = open_ro(&c);
+	if (rc == CLI_OK)
+		rc = pick_sweep(&c);
+	if (rc == CLI_OK)
+		rc = load_points(&c);
+	if (rc == CLI_OK)
+		rc = resolve_keys(&c);
+	if (rc == CLI_OK)
+		rc = write_svg(&c);
+	plotctx_free(&c);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_plot = {
+	.name = "plot",
+	.usage = "DB --x KEY --y METRIC [--series KEY] [--where KEY=VALUE]... [--sweep ID] "
+		 "--svg FILE",
+	.summary = "Draw a stored sweep as a line chart in SVG.",
+	.description =
+		"Reads a sweep stored with `clustersim sweep --db` (the newest unless --sweep)\n"
+		"and draws METRIC against the varied key KEY (docs/img/sweep-mfu.svg). Values\n"
+		"of KEY that are all numbers, with or without a unit (8, 25MB, 10us, 50GB/s),\n"
+		"are placed by value, on a log scale when they are positive and span a factor\n"
+		"of 16 or more; other values (preset names) are evenly spaced categories in\n"
+		"the order they were varied. --series draws one line per value of another\n"
+		"varied key. A key that varies among the drawn points must be --x, --series\n"
+		"or fixed with --where, else the command stops and names it. Points that did\n"
+		"not fit in memory, were invalid or failed have no value: they break their\n"
+		"line and are marked by a cross on the x axis; hovering names their reason.\n"
+		"peak_bytes and capacity_bytes are drawn in GB (1e9 bytes).",
+	.opts = plot_opts,
+	.run = plot_run,
+};
