@@ -1,21 +1,24 @@
 #!/bin/sh
-# bench/run.sh - build and run the engine benchmark, on one core, and print
-# its table with the machine and the commit it ran on.
+# bench/run.sh - build and run the benchmarks, on one core, and print their
+# tables with the machine and the commit they ran on.
 #
-#   bench/run.sh [BUILD_DIR] [bench_engine arguments...]
+#   bench/run.sh [BUILD_DIR] [plan | bench_engine arguments...]
 #
 # BUILD_DIR is the top build directory (where `configure` ran; default: the
 # current directory; a first argument that is a mode or an option is taken
-# as one for bench_engine). Extra arguments go to bench_engine (default: all).
+# as one for bench_engine). `plan` runs only the planner's screening
+# benchmark (bench_plan); other arguments go to bench_engine; with none,
+# both run (bench_engine all, then bench_plan).
 # See docs/performance.md for what is measured.
 set -eu
 
 builddir=.
 case ${1:-} in
-'' | raw | allreduce | all | -*) ;;    # no build directory given
+'' | raw | allreduce | all | plan | -*) ;;    # no build directory given
 *) builddir=$1; shift ;;
 esac
-[ $# -gt 0 ] || set -- all
+both=
+[ $# -gt 0 ] || { set -- all; both=1; }
 
 if [ ! -f "$builddir/Makefile" ]; then
 	echo "run.sh: no Makefile in '$builddir': run configure there first," \
@@ -23,8 +26,8 @@ if [ ! -f "$builddir/Makefile" ]; then
 	exit 2
 fi
 
-# Build (or bring up to date) the benchmark; it is an EXTRA_PROGRAMS target.
-make -C "$builddir" bench/bench_engine >&2
+# Build (or bring up to date) the benchmarks; they are EXTRA_PROGRAMS targets.
+make -C "$builddir" bench/bench_engine bench/bench_plan >&2
 
 bin=$builddir/bench/bench_engine
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +46,20 @@ fi
 
 echo "machine: $(uname -m), $(nproc) CPUs, $cpu"
 echo "commit:  $commit"
+if [ "$1" = plan ]; then
+	echo "command: ${pin:+$pin }$builddir/bench/bench_plan"
+	echo
+	# shellcheck disable=SC2086 # $pin is empty or two words on purpose
+	exec $pin "$builddir/bench/bench_plan"
+fi
 echo "command: ${pin:+$pin }$bin $*"
 echo
 # shellcheck disable=SC2086 # $pin is empty or two words on purpose
-exec $pin "$bin" "$@"
+$pin "$bin" "$@"
+if [ -n "$both" ]; then
+	echo
+	echo "command: ${pin:+$pin }$builddir/bench/bench_plan"
+	echo
+	# shellcheck disable=SC2086
+	$pin "$builddir/bench/bench_plan"
+fi

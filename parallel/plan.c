@@ -234,19 +234,25 @@ static uint32_t pow2s(uint32_t max, uint32_t *out, uint32_t cap)
 	return n;
 }
 
+/* Divisors of x from 1 up to max, ascending. */
+static uint32_t divisors(uint32_t x, uint32_t max, uint32_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	for (uint32_t d = 1; d <= x && d <= max && n < cap; d++)
+		if (x % d == 0)
+			out[n++] = d;
+	return n;
+}
+
 size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
 		uint64_t *total)
 {
-	uint32_t tps[16], cps[16], pps[64], mbs[8], eps[16], ntp, ncp, npp = 0, nmb, nep;
-	static const uint32_t vpps[] = { 1, 2, 4 };
+	uint32_t tps[16], cps[16], pps[64], mbs[64], vpps[16], eps[16], ntp, ncp, npp, nep;
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
 	ntp = pow2s(gpn > 64 ? 64 : gpn, tps, 16);
 	ncp = pow2s(16, cps, 16);
-	nmb = pow2s(8, mbs, 8);
 	nep = p->m.moe.experts ? pow2s(p->m.moe.experts, eps, 16) : (eps[0] = 1, 1);
-	for (uint32_t x = 1; x <= p->m.layers && npp < 64; x++)
-		if (p->m.layers % x == 0)
-			pps[npp++] = x;
+	npp = divisors(p->m.layers, p->m.layers, pps, 64);
 	size_t n = 0, cap = 1024;
 	struct par_candidate *c = xmalloc(cap * sizeof(*c));
 	memset(dropped, 0, PAR_DROP_NCAUSES * sizeof(uint64_t));
@@ -257,7 +263,15 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 		uint64_t mp = (uint64_t)tps[a] * cps[b] * pps[d];
 		if (p->gpus % mp)
 			continue;
-		for (uint32_t vi = 0; vi < ARRAY_SIZE(vpps); vi++)
+		uint32_t dp = (uint32_t)(p->gpus / mp);
+		/* Micro-batches: every divisor of a replica's share of the batch
+		 * (up to 64 sequences); virtual stages: every divisor of a
+		 * stage's layers (up to 16), with a pipeline only. */
+		uint32_t nmb = p->tr.global_batch % dp ? (mbs[0] = 1, 1)
+			     : divisors(p->tr.global_batch / dp, 64, mbs, 64);
+		uint32_t nv = pps[d] > 1 ? divisors(p->m.layers / pps[d], 16, vpps, 16)
+					 : (vpps[0] = 1, 1);
+		for (uint32_t vi = 0; vi < nv; vi++)
 		for (uint32_t ei = 0; ei < nep; ei++)
 		for (uint32_t mi = 0; mi < nmb; mi++)
 		for (uint32_t z = 0; z < 4; z++)
@@ -271,7 +285,7 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 						   .recompute = (enum par_recompute)rc };
 			struct par_layout *l = &k.layout;
 			l->tp = tps[a], l->cp = cps[b], l->pp = pps[d], l->vpp = vpps[vi];
-			l->dp = (uint32_t)(p->gpus / mp), l->ep = eps[ei], l->zero = z;
+			l->dp = dp, l->ep = eps[ei], l->zero = z;
 			l->sp = sp, l->fsdp.enabled = false;
 			l->schedule = l->vpp > 1 ? PAR_SCHED_INTERLEAVED : p->base.schedule ==
 				      PAR_SCHED_INTERLEAVED ? PAR_SCHED_1F1B : p->base.schedule;

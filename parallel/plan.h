@@ -44,10 +44,16 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 void par_planner_free(struct par_planner *p);
 
 /*
- * Enumerate every layout (tp, pp, vpp, cp, ep, dp, micro-batch, ZeRO stage,
- * recompute, sp), estimate those that are valid and fit, and return them
- * sorted by estimated step time (best first) in *out (caller frees).
- * dropped[] counts the others by cause; *total counts every candidate.
+ * Enumerate every layout, estimate those that are valid and fit, and return
+ * them sorted by estimated step time (best first) in *out (caller frees).
+ * dropped[] counts the others by cause; *total counts every candidate. The
+ * values tried: tp a power of two up to a node's GPUs (sp on and off when
+ * tp > 1), cp a power of two up to 16, pp every divisor of the layers, dp
+ * the rest of the GPUs, vpp every divisor of a stage's layers up to 16 (with
+ * pp > 1), the micro-batch every divisor of a replica's share of the global
+ * batch up to 64, ep a power of two up to the experts, ZeRO 0 to 3, and
+ * recomputation none, selective (not with flash attention, where it keeps
+ * what none keeps) and full.
  */
 size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
 		uint64_t *total);

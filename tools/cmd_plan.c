@@ -8,10 +8,13 @@
  */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collectives/coll.h"
 #include "parallel/plan.h"
@@ -24,6 +27,7 @@ static const struct cli_opt plan_opts[] = {
 	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to print, and to simulate in flow fidelity" },
 	{ "analytic", 0, CLI_COUNT, "N", "16", "best estimates to simulate in analytic fidelity" },
 	{ "objective", 0, CLI_STR, "GOAL", "step_time", "step_time, mfu or tokens_per_s" },
+	{ "jobs", 'j', CLI_COUNT, "N", "all cores", "worker processes for the simulations" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
 	{ 0 },
 };
@@ -83,6 +87,89 @@ static int by_best(const void *a, const void *b)
 	double u = isnan(x->flow_s) ? x->sim_s : x->flow_s;
 	double v = isnan(y->flow_s) ? y->sim_s : y->flow_s;
 	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
+}
+
+/* One simulation's outcome, as a worker sends it back. */
+struct outcome {
+	uint32_t i;
+	int ok;
+	struct par_report r;      /* its strategy points into the binary's
+				   * static tables: the same in every process */
+};
+
+/* Read exactly n bytes (0), or -1 at end of file or on an error. */
+static int read_all(int fd, void *buf, size_t n)
+{
+	for (char *p = buf; n;) {
+		ssize_t k = read(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k, n -= (size_t)k;
+	}
+	return 0;
+}
+
+/*
+ * Simulate v[0..n) in fidelity f on `jobs` forked workers (worker w takes
+ * every jobs-th layout from w); results land by index, so the outcome does
+ * not depend on the number of workers. out[i].ok is 0 for a layout whose
+ * simulation failed or whose worker died. Returns 0, or -1 if no worker
+ * could be started (then nothing was simulated).
+ */
+static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
+			const struct ranked *v, size_t n, enum sim_fidelity f, long long jobs,
+			struct outcome *out)
+{
+	memset(out, 0, n * sizeof(*out));
+	if (jobs > (long long)n)
+		jobs = (long long)n;
+	if (jobs <= 1) {
+		for (size_t i = 0; i < n; i++)
+			out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r) == 0;
+		return 0;
+	}
+	int fds[64];
+	pid_t pids[64];
+	long long started = 0;
+	fflush(NULL);
+	for (long long w = 0; w < jobs; w++, started++) {
+		int p[2];
+		if (pipe(p) < 0)
+			break;
+		pid_t pid = fork();
+		if (pid < 0) {
+			close(p[0]), close(p[1]);
+			break;
+		}
+		if (pid == 0) {
+			close(p[0]);
+			for (size_t i = (size_t)w; i < n; i += (size_t)jobs) {
+				struct outcome o = { .i = (uint32_t)i };
+				o.ok = simulate(s, cm, &v[i].c, f, &o.r) == 0;
+				if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		close(p[1]);
+		fds[w] = p[0], pids[w] = pid;
+	}
+	if (started < jobs) {     /* run what the missing workers would have */
+		for (size_t i = 0; i < n; i++)
+			if ((long long)(i % (size_t)jobs) >= started)
+				out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r) == 0;
+	}
+	for (long long w = 0; w < started; w++) {
+		struct outcome o;
+		while (read_all(fds[w], &o, sizeof(o)) == 0)
+			if (o.i < n)
+				out[o.i] = o;
+		close(fds[w]);
+		waitpid(pids[w], NULL, 0);
+	}
+	return 0;
 }
 
 static int by_sim(const void *a, const void *b)
@@ -198,8 +285,9 @@ static int plan_run(struct cli_args *a)
 	if (a->npos != 1 || !cli_has(a, "gpus"))
 		return cli_error(a, CLI_BADINPUT, "expected a scenario and --gpus N (clustersim plan "
 				 "SCENARIO.yaml --gpus N)");
-	long long gpus = 0, top = 3, nsim = 16;
+	long long gpus = 0, top = 3, nsim = 16, jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cli_count(a, "gpus", 1, TOPO_MAX_RANKS, &gpus) < 0 ||
+	    cli_count(a, "jobs", 1, 64, &jobs) < 0 ||
 	    cli_count(a, "top", 1, 1000, &top) < 0 || cli_count(a, "analytic", 1, 100000, &nsim) < 0)
 		return CLI_BADINPUT;
 	const char *goal = cli_str(a, "objective", "step_time");
@@ -242,19 +330,25 @@ static int plan_run(struct cli_args *a)
 	}
 	size_t m = n < (size_t)nsim ? n : (size_t)nsim;
 	struct ranked *v = xcalloc(m, sizeof(*v));
+	struct outcome *o = xcalloc(m, sizeof(*o));
 	for (size_t i = 0; i < m; i++) {
 		v[i].c = cands[i];
 		v[i].est_rank = (uint32_t)i + 1;
 		v[i].flow_s = NAN;
-		v[i].sim_s = simulate(&s, cm, &cands[i], SIM_FIDELITY_ANALYTIC, &v[i].r) == 0
-				     ? v[i].r.step_time_s : NAN;
 	}
+	simulate_all(&s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
+	for (size_t i = 0; i < m; i++)
+		if ((v[i].sim_s = o[i].ok ? o[i].r.step_time_s : NAN), o[i].ok)
+			v[i].r = o[i].r;
 	qsort(v, m, sizeof(*v), by_sim);
-	for (size_t i = 0; i < m && i < (size_t)top && !isnan(v[i].sim_s); i++) {
-		struct par_report fr;
-		if (simulate(&s, cm, &v[i].c, SIM_FIDELITY_FLOW, &fr) == 0)
-			v[i].flow_s = fr.step_time_s, v[i].r = fr;
-	}
+	size_t nflow = 0;
+	while (nflow < m && nflow < (size_t)top && !isnan(v[nflow].sim_s))
+		nflow++;
+	simulate_all(&s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
+	for (size_t i = 0; i < nflow; i++)
+		if (o[i].ok)
+			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
+	free(o);
 	/* The flow-simulated head is ranked by its flow step times. */
 	size_t head = 0;
 	while (head < m && !isnan(v[head].flow_s))
@@ -302,7 +396,9 @@ const struct cli_cmd cli_cmd_plan = {
 		"compares the winner and runner-up in. --json\n"
 		"prints {candidates, fits, dropped, screened_per_s, wall_s, layouts: [...]} with\n"
 		"every simulated layout (step_time_s null where the simulation refused it);\n"
-		"wall_s and screened_per_s are the only keys that differ between identical runs.",
+		"wall_s and screened_per_s are the only keys that differ between identical runs.\n"
+		"The simulations run on -j worker processes (default: all cores); the results\n"
+		"do not depend on how many.",
 	.opts = plan_opts,
 	.run = plan_run,
 };

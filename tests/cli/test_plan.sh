@@ -19,7 +19,7 @@ first() { sed -e 's/.*"layouts":\[{//' -e 's/}.*//' "$1" | tr ',' '\n' |
 
 # GPT-3 XL (1.3B) fits on one GPU: splitting the model only adds communication,
 # so the best layout on 16 GPUs is pure data parallelism.
-"$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 --json > "$T/a.json" 2> "$T/err" &&
+"$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 -j 2 --json > "$T/a.json" 2> "$T/err" &&
 	ok "plan 1.3B on 16 GPUs" || bad "plan: $(cat "$T/err")"
 [ "$(first "$T/a.json" tp)$(first "$T/a.json" pp)$(first "$T/a.json" cp)" = 111 ] &&
 	[ "$(first "$T/a.json" dp)" = 16 ] && ok "the winner is pure data parallelism" ||
@@ -47,6 +47,11 @@ sed -e 's/},{/\n/g' "$T/a.json" | sed -n 's/.*"step_time_s":\([0-9.e+-]*\).*/\1/
 strip() { sed -e 's/"screened_per_s":[0-9.e+-]*,"wall_s":[0-9.e+-]*//' "$1"; }
 [ "$(strip "$T/a.json")" = "$(strip "$T/b.json")" ] && ok "deterministic JSON" ||
 	bad "two runs differ"
+
+# The simulations on one worker or two give the same answer.
+"$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 -j 1 --json > "$T/j1.json" 2>/dev/null
+[ "$(strip "$T/a.json")" = "$(strip "$T/j1.json")" ] && ok "-j 1 and -j 2 agree" ||
+	bad "-j 1 and -j 2 differ"
 
 # Llama-3 8B (16 bytes of model state per parameter: 128 GB) does not fit on
 # one 80 GB GPU unreplicated: the winner shards it and fits.
