@@ -41,11 +41,16 @@ awk -v dir="$T/cmds" -v stray="$T/stray" '
 [ -s "$T/stray" ] && bad "sh lines that are not clustersim commands: $(cat "$T/stray")" ||
 	ok "every sh line is a clustersim command"
 
-# A numbered step ("## 3. ...") runs at least one command.
+# Six numbered steps or more ("## 3. ..."), each with a command of its own.
 steps=$(grep -c '^## [0-9][0-9]*\. ' "$DOC")
 ncmd=$(ls "$T/cmds" | wc -l)
 [ "$steps" -ge 6 ] && [ "$ncmd" -ge "$steps" ] && ok "$ncmd commands for $steps steps" ||
 	bad "$ncmd commands extracted for $steps steps"
+empty=$(awk '/^## / { if (step != "" && !c) print step; step = ""; c = 0 }
+	/^## [0-9]+\. / { step = $0 }
+	/^```sh$/ { insh = 1; next } /^```/ { insh = 0 } insh && /^clustersim / { c++ }
+	END { if (step != "" && !c) print step }' "$DOC")
+[ -z "$empty" ] && ok "every step runs a command" || bad "steps without a command: $empty"
 
 # Run them in order in $T/work, each with its output in $T/out.N.
 mkdir "$T/work"
@@ -72,7 +77,7 @@ for svg in gantt.svg gantt-zoom.svg sweep.svg memory.svg; do
 	fi
 done
 for csv in sweep.csv timeline.csv links.csv; do
-	[ "$(wc -l < "$W/$csv" 2>/dev/null || echo 0)" -ge 2 ] && ok "$csv has rows" ||
+	[ -s "$W/$csv" ] && [ "$(wc -l < "$W/$csv")" -ge 2 ] && ok "$csv has rows" ||
 		bad "$csv missing or empty"
 done
 head -1 "$W/timeline.csv" 2>/dev/null | grep -q '^run_id,rank,stream,kind,name,start_ps' &&
@@ -82,7 +87,7 @@ head -c 1 "$W/trace.json" 2>/dev/null | grep -q '[[{]' && ok "trace.json written
 
 # The plan's winner is the layout the tutorial names: the first row of the
 # first text block after the plan command.
-pn=$(grep -l '^clustersim plan ' "$T"/cmds/cmd.* | head -1)
+pn=$(grep -l '^clustersim plan ' "$T"/cmds/cmd.* 2>/dev/null | head -1)
 pn=${pn##*.}
 want=$(awk '/^clustersim plan /{ p = 1 } p && /^1  /{ print $2, $3, $4, $5, $6, $7, $8, $9, $10; exit }' "$DOC")
 got=$(awk '/^1  /{ print $2, $3, $4, $5, $6, $7, $8, $9, $10; exit }' "$T/out.$pn" 2>/dev/null)
@@ -90,8 +95,11 @@ got=$(awk '/^1  /{ print $2, $3, $4, $5, $6, $7, $8, $9, $10; exit }' "$T/out.$p
 	bad "plan winner '$got', the tutorial says '$want'"
 
 # The tutorial's run of the winner takes the plan's flow step time.
-rn=$(grep -l -- '--db tutorial.db' "$T"/cmds/cmd.* | xargs grep -l '^clustersim run ' | head -1)
-rn=${rn##*.}
+rn=
+for f in "$T"/cmds/cmd.*; do
+	grep -q '^clustersim run ' "$f" 2>/dev/null && grep -q -e '--db tutorial.db' "$f" &&
+		rn=${f##*.} && break
+done
 flow=$(awk '/^1  /{ print $(NF - 4); exit }' "$T/out.$pn" 2>/dev/null)
 step=$(sed -n 's/^ *step time *\([0-9.]*\) s .*/\1/p' "$T/out.$rn" 2>/dev/null)
 [ -n "$step" ] && [ "$(printf '%.4f' "$step")" = "$flow" ] &&
