@@ -160,8 +160,8 @@ static void unit_reduce(struct builder *b, int u)
 	double grads = b->grad_elem * unit_params(b, u);
 	uint32_t after = b->last_compute;
 	snprintf(name, sizeof(name), "%s.unit%d.mb%u.reducescatter", b->dp->name, u, b->mb);
-	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_REDUCESCATTER, SLOT_SHARD,
-				       grads, after);
+	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_REDUCESCATTER,
+				       SLOT_SHARD_RS, grads, after);
 	sim_program_mem(b->prog, PAR_MEM_GRADS, -grads);
 	if (b->shard < b->dpn) {
 		snprintf(name, sizeof(name), "%s.unit%d.mb%u.replicas.allreduce", b->dp->name, u,

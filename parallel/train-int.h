@@ -24,9 +24,13 @@ enum {
 };
 /* Group slots of a rank: the data-parallel group, for HSDP the shard group
  * (inside a node) and the replica group (across nodes), and the tensor,
- * pipeline and context-parallel groups. */
+ * pipeline and context-parallel groups. SLOT_SHARD_RS has the shard group's
+ * members as a group of its own: ZeRO-3's gradient reduce-scatters (grad
+ * stream) run concurrently with its parameter all-gathers (param stream),
+ * and the engine matches a group's collectives in the order each member
+ * issues them, which two streams sharing one group would not keep. */
 enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2, SLOT_TP = 3, SLOT_PP = 4, SLOT_CP = 5,
-       SLOT_EP = 6, SLOT_EDP = 7, NSLOTS = 8 };
+       SLOT_EP = 6, SLOT_EDP = 7, SLOT_SHARD_RS = 8, NSLOTS = 9 };
 /* Send/recv tags: activations forward, gradients backward. */
 enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 

@@ -1043,6 +1043,11 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 			uint32_t id = sim_group_add(sim, ranks, size);
 			for (uint32_t i = 0; i < size; i++)
 				slots[ranks[i] * NSLOTS + kinds[k]] = id;
+			if (kinds[k] != SLOT_DP || b->shard < b->dpn)
+				continue;
+			id = sim_group_add(sim, ranks, size);   /* reduce-scatters */
+			for (uint32_t i = 0; i < size; i++)
+				slots[ranks[i] * NSLOTS + SLOT_SHARD_RS] = id;
 		}
 	}
 	add_expert_groups(sim, b, d, slots, ranks);
@@ -1056,6 +1061,9 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 		uint32_t id = sim_group_add(sim, ranks, g);
 		for (uint32_t j = 0; j < g; j++)
 			slots[(x * g + j) * NSLOTS + SLOT_SHARD] = id;
+		id = sim_group_add(sim, ranks, g);              /* reduce-scatters */
+		for (uint32_t j = 0; j < g; j++)
+			slots[(x * g + j) * NSLOTS + SLOT_SHARD_RS] = id;
 	}
 	for (uint32_t j = 0; g < b->dpn && j < g; j++) {
 		for (uint32_t x = 0; x < nodes; x++)

@@ -208,7 +208,7 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
 /* Memory categories a rank tracks (their meaning is the caller's). */
 #define SIM_MEM_CATS 8
 /* Group slots per rank (world, TP, CP, PP, DP, EP, ...). */
-#define SIM_MAX_GROUPS 8
+#define SIM_MAX_GROUPS 12
 
 /* Op flags. SIM_OP_MARK: when the op finishes, the rank's stats remember
  * the time and its compute and exposed-communication totals (mark_*). */

@@ -57,16 +57,21 @@ static void layout_name(const struct par_candidate *c, char *buf, size_t len)
 }
 
 /* Simulate one candidate: the scenario with its layout. */
+/* Simulate one candidate: the scenario with its layout. 0, or -1 with why
+ * in err (err may be NULL). */
 static int simulate(const struct scn *base, const struct par_compute_model *cm,
-		    const struct par_candidate *c, enum sim_fidelity f, struct par_report *r)
+		    const struct par_candidate *c, enum sim_fidelity f, struct par_report *r,
+		    char *why, size_t whylen)
 {
 	struct scn s = *base;
-	char err[SCN_ERRLEN];
+	char err[SCN_ERRLEN] = "";
 	s.parallel = c->layout;
 	s.training.micro_batch = c->micro_batch;
 	s.training.recompute = c->recompute;
-	if (scn_validate(&s, err, sizeof(err)) < 0)
+	if (scn_validate(&s, err, sizeof(err)) < 0) {
+		snprintf(why, whylen, "%s", err);
 		return -1;
+	}
 	struct par_train t = {
 		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
 		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
@@ -75,24 +80,43 @@ static int simulate(const struct scn *base, const struct par_compute_model *cm,
 	t.sim.fidelity = f;
 	t.sim.chunk_bytes = s.sim.chunk_bytes;
 	t.sim.algos = coll_algos;
-	if (par_train_run(&t, r, err, sizeof(err)) < 0 || !r->memory.fits)
+	if (par_train_run(&t, r, err, sizeof(err)) < 0) {
+		snprintf(why, whylen, "%s", err);
 		return -1;
+	}
+	if (!r->memory.fits) {
+		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
+			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
+		return -1;
+	}
 	return 0;
 }
 
-/* The flow step time where there is one, else the analytic one. */
+/* By flow step time; those without one after, by analytic step time. */
 static int by_best(const void *a, const void *b)
 {
 	const struct ranked *x = a, *y = b;
-	double u = isnan(x->flow_s) ? x->sim_s : x->flow_s;
-	double v = isnan(y->flow_s) ? y->sim_s : y->flow_s;
+	int nx = isnan(x->flow_s), ny = isnan(y->flow_s);
+	if (nx != ny)
+		return nx - ny;
+	double u = nx ? x->sim_s : x->flow_s, v = ny ? y->sim_s : y->flow_s;
 	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
+}
+
+/* Say on stderr that a layout's simulation failed, and why. */
+static void failed(const struct par_candidate *c, const char *fidelity, const char *why)
+{
+	char name[128];
+	layout_name(c, name, sizeof(name));
+	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
+		why[0] ? why : "its worker stopped");
 }
 
 /* One simulation's outcome, as a worker sends it back. */
 struct outcome {
 	uint32_t i;
 	int ok;
+	char why[200];            /* when not ok                          */
 	struct par_report r;      /* its strategy points into the binary's
 				   * static tables: the same in every process */
 };
@@ -127,7 +151,8 @@ static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
 		jobs = (long long)n;
 	if (jobs <= 1) {
 		for (size_t i = 0; i < n; i++)
-			out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r) == 0;
+			out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
+					     sizeof(out[i].why)) == 0;
 		return 0;
 	}
 	int fds[64];
@@ -147,7 +172,8 @@ static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			close(p[0]);
 			for (size_t i = (size_t)w; i < n; i += (size_t)jobs) {
 				struct outcome o = { .i = (uint32_t)i };
-				o.ok = simulate(s, cm, &v[i].c, f, &o.r) == 0;
+				o.ok = simulate(s, cm, &v[i].c, f, &o.r, o.why,
+						sizeof(o.why)) == 0;
 				if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
 					_exit(1);
 			}
@@ -159,7 +185,8 @@ static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
 	if (started < jobs) {     /* run what the missing workers would have */
 		for (size_t i = 0; i < n; i++)
 			if ((long long)(i % (size_t)jobs) >= started)
-				out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r) == 0;
+				out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
+						     sizeof(out[i].why)) == 0;
 	}
 	for (long long w = 0; w < started; w++) {
 		struct outcome o;
@@ -337,33 +364,42 @@ static int plan_run(struct cli_args *a)
 		v[i].flow_s = NAN;
 	}
 	simulate_all(&s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
-	for (size_t i = 0; i < m; i++)
+	size_t afail = 0, ffail = 0;
+	for (size_t i = 0; i < m; i++) {
 		if ((v[i].sim_s = o[i].ok ? o[i].r.step_time_s : NAN), o[i].ok)
 			v[i].r = o[i].r;
+		else
+			afail++, failed(&v[i].c, "analytic", o[i].why);
+	}
 	qsort(v, m, sizeof(*v), by_sim);
 	size_t nflow = 0;
 	while (nflow < m && nflow < (size_t)top && !isnan(v[nflow].sim_s))
 		nflow++;
 	simulate_all(&s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
-	for (size_t i = 0; i < nflow; i++)
+	for (size_t i = 0; i < nflow; i++) {
 		if (o[i].ok)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
+		else
+			ffail++, failed(&v[i].c, "flow", o[i].why);
+	}
 	free(o);
-	/* The flow-simulated head is ranked by its flow step times. */
-	size_t head = 0;
-	while (head < m && !isnan(v[head].flow_s))
-		head++;
-	qsort(v, head, sizeof(*v), by_best);
+	/* The flow-simulated head is ranked by its flow step times (those whose
+	 * flow run failed after them, by analytic time). */
+	qsort(v, nflow, sizeof(*v), by_best);
 	double wall = now_s() - t0, per_s = screened > 0 ? total / screened : 0;
 	if (cli_has(a, "json"))
 		print_json(v, m, (size_t)top, total, n, dropped, per_s, wall);
 	else {
+		char af[32] = "", ff[32] = "";
+		if (afail)
+			snprintf(af, sizeof(af), " (%zu failed)", afail);
+		if (ffail)
+			snprintf(ff, sizeof(ff), " (%zu failed)", ffail);
 		printf("clustersim plan: %s on %lld GPUs: %llu layouts, %zu valid and fitting "
 		       "(%llu invalid, %llu out of memory), screened at %.0f per second; "
-		       "%zu simulated in analytic fidelity, %lld in flow\n\n", a->pos[0], gpus,
+		       "%zu simulated in analytic fidelity%s, %zu in flow%s\n\n", a->pos[0], gpus,
 		       (unsigned long long)total, n, (unsigned long long)dropped[PAR_DROP_INVALID],
-		       (unsigned long long)dropped[PAR_DROP_MEMORY], per_s, m,
-		       top < (long long)m ? top : (long long)m);
+		       (unsigned long long)dropped[PAR_DROP_MEMORY], per_s, m, af, nflow, ff);
 		print_table(v, m, (size_t)top);
 		if (m > 1 && !isnan(v[1].sim_s))
 			why(&v[0], &v[1], goal);

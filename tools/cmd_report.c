@@ -170,10 +170,11 @@ static void text_model(struct report *r)
 	       cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
 	       cfg_str(r, "cluster.preset", cluster, sizeof(cluster)),
 	       cfg_str(r, "sim.fidelity", fid, sizeof(fid)));
-	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batches of %u x %u "
+	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
 	       "tokens per replica\n", metric_u(r, "dp"), strategy(r), cfg_u(r, "parallel.tp"),
 	       cfg_u(r, "parallel.pp"), cfg_u(r, "parallel.cp"), metric_u(r, "micro_batches"),
-	       cfg_u(r, "training.micro_batch"), cfg_u(r, "training.seq"));
+	       metric_u(r, "micro_batches") == 1 ? "" : "es", cfg_u(r, "training.micro_batch"),
+	       cfg_u(r, "training.seq"));
 }
 
 /* The memory line and its breakdown by category (par_mem_name order). */
@@ -186,7 +187,7 @@ static void text_memory(struct report *r)
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {
 		char name[48];
 		snprintf(name, sizeof(name), "memory.%s", par_mem_name(c));
-		printf("%s%s %.2f GB", c ? "," : "", par_mem_name(c), metric(r, name) / 1e9);
+		printf("%s%s %.2f GB", c ? ", " : "", par_mem_name(c), metric(r, name) / 1e9);
 	}
 	printf("\n");
 }

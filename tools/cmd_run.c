@@ -119,16 +119,17 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	       m->preset[0] ? ": " : "", r->params / 1e9, m->layers, m->hidden);
 	printf("  cluster     %u x %s (%s), %s fidelity\n", r->gpus, s->cluster.gpu,
 	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity));
-	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batches of %u x %u "
+	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
 	       "tokens per replica\n", r->dp, r->strategy, s->parallel.tp, s->parallel.pp,
-	       s->parallel.cp, r->micro_batches, s->training.micro_batch, s->training.seq);
+	       s->parallel.cp, r->micro_batches, r->micro_batches == 1 ? "" : "es",
+	       s->training.micro_batch, s->training.seq);
 	const struct par_memory *mem = &r->memory;
 	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB\n"
 	       "             ", mem->peak / 1e9, mem->capacity / 1e9,
 	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {
 		char label[32];
-		snprintf(label, sizeof(label), "%s%s", c ? "," : "", par_mem_name(c));
+		snprintf(label, sizeof(label), "%s%s", c ? ", " : "", par_mem_name(c));
 		print_bytes(label, mem->bytes[c]);
 	}
 	printf("\n");
