@@ -63,5 +63,16 @@ check_less "offload costs time here" "$(field "$T/zero2.json" step_time_s)" "$(f
 [ $? = 2 ] && grep -q "zero 1 or 2" "$T/e" && ok "offload without ZeRO-1/2 is refused" ||
 	bad "offload with DDP: $(cat "$T/e")"
 
+# ZeRO-3's parameter all-gathers (param stream) and gradient reduce-scatters
+# (grad stream) run at once; sharing one group, they were once matched in an
+# order that depended on timing ("joined collective #240 of its group as
+# 'zero3.unit0.mb0.reducescatter' but another member joined it as ... allgather")
+# on Llama-3-70B with CP 2 over 8 nodes.
+"$CS" run "$SRC/scenarios/llama3-70b-h100x512.yaml" --set cluster.nodes=8 --set parallel.pp=1 \
+	--set parallel.cp=2 --set parallel.dp=4 --set parallel.zero=3 --set training.micro_batch=1 \
+	--set training.global_batch=8 --set sim.fidelity=analytic > "$T/o" 2> "$T/e" &&
+	grep -q "step time" "$T/o" && ok "ZeRO-3 gathers and reduce-scatters at once (CP 2, 8 nodes)" ||
+	bad "ZeRO-3 with CP 2 on 8 nodes: $(cat "$T/e")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
