@@ -22,7 +22,8 @@ static const struct cli_opt export_opts[] = {
 	{ "run", 'r', CLI_COUNT, "ID", "the newest complete run", "which run to export" },
 	{ "csv", 0, CLI_STR, "FILE", NULL, "write CSV to FILE (- for standard output)" },
 	{ "table", 't', CLI_STR, "NAME", "ops",
-	  "ops (the timeline), ranks, links, collective_results or runs" },
+	  "with --csv: ops (the timeline), ranks, links, collective_results, runs, memory "
+	  "or metrics of the run; sweeps, sweep_points or sweep_values whole" },
 	{ "svg", 0, CLI_STR, "FILE", NULL,
 	  "draw the timeline as an SVG Gantt chart to FILE (- for standard output)" },
 	{ "trace", 0, CLI_STR, "FILE", NULL,
@@ -37,16 +38,24 @@ static const struct cli_opt export_opts[] = {
 	{ 0 },
 };
 
-/* Tables that can be exported, with their order of rows. */
+/* Tables that can be exported, with their order of rows; per_run: the
+ * rows of one run (--run, else the newest complete one), else every row
+ * (the sweep tables, which no run owns). */
 static const struct {
 	const char *name, *query;
+	int per_run;
 } tables[] = {
-	{ "ops", "SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, rowid" },
-	{ "ranks", "SELECT * FROM ranks WHERE run_id = ?1 ORDER BY rank" },
-	{ "links", "SELECT * FROM links WHERE run_id = ?1 ORDER BY link" },
+	{ "ops", "SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, rowid", 1 },
+	{ "ranks", "SELECT * FROM ranks WHERE run_id = ?1 ORDER BY rank", 1 },
+	{ "links", "SELECT * FROM links WHERE run_id = ?1 ORDER BY link", 1 },
 	{ "collective_results",
-	  "SELECT * FROM collective_results WHERE run_id = ?1 ORDER BY rowid" },
-	{ "runs", "SELECT * FROM runs WHERE id = ?1" },
+	  "SELECT * FROM collective_results WHERE run_id = ?1 ORDER BY rowid", 1 },
+	{ "runs", "SELECT * FROM runs WHERE id = ?1", 1 },
+	{ "memory", "SELECT * FROM memory WHERE run_id = ?1 ORDER BY rank, t_ps, rowid", 1 },
+	{ "metrics", "SELECT * FROM metrics WHERE run_id = ?1 ORDER BY name", 1 },
+	{ "sweeps", "SELECT * FROM sweeps ORDER BY id", 0 },
+	{ "sweep_points", "SELECT * FROM sweep_points ORDER BY sweep_id, point", 0 },
+	{ "sweep_values", "SELECT * FROM sweep_values ORDER BY sweep_id, point, key", 0 },
 };
 
 /* Write every row of a prepared statement as CSV, header first. */
@@ -217,10 +226,20 @@ static const char *csv_opts(struct cli_args *a)
 		}
 	const char *tname = cli_str(a, "table", "ops");
 	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-		if (!strcmp(tables[i].name, tname))
+		if (!strcmp(tables[i].name, tname)) {
+			if (!tables[i].per_run && cli_has(a, "run")) {
+				cli_error(a, CLI_BADINPUT, "option --run: table %s belongs to no "
+					  "run (it is exported whole)", tname);
+				return NULL;
+			}
 			return tables[i].query;
-	cli_error(a, CLI_BADINPUT, "option --table: unknown table '%s': expected ops, ranks, "
-		  "links, collective_results or runs", tname);
+		}
+	char names[256] = "";
+	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", tables[i].name);
+	cli_error(a, CLI_BADINPUT, "option --table: unknown table '%s': expected one of %s",
+		  tname, names);
 	return NULL;
 }
 
@@ -266,6 +285,11 @@ static int export_kind(struct cli_args *a, enum export_kind *kind)
 static int export_write(struct cli_args *a, sqlite3 *db, enum export_kind kind,
 			const char *query, const struct gantt_opts *o, long long run)
 {
+	int whole = 0;
+	for (size_t i = 0; kind == EXPORT_CSV && i < ARRAY_SIZE(tables); i++)
+		whole |= tables[i].query == query && !tables[i].per_run;
+	if (whole)   /* the sweep tables: no run to find */
+		return export_to(a, db, query, 0);
 	int rc = export_db_run(a, db, &run);
 	if (rc != CLI_OK)
 		return rc;

@@ -27,12 +27,15 @@ DB=$T/r.db
 	ok "export --csv" || bad "export --csv"
 check "the timeline" "$T/timeline.csv" \
 	"SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, rowid" 1
-for t in ops ranks links runs; do
+for t in ops ranks links runs memory metrics; do
 	"$CS" export "$DB" --table "$t" --csv "$T/$t.csv" || bad "export --table $t"
 done
 check "--table ops" "$T/ops.csv" "SELECT * FROM ops WHERE run_id = 1 ORDER BY rank, start_ps, rowid"
 check "--table ranks" "$T/ranks.csv" "SELECT * FROM ranks WHERE run_id = 1 ORDER BY rank"
 check "--table links" "$T/links.csv" "SELECT * FROM links WHERE run_id = 1 ORDER BY link"
+check "--table memory" "$T/memory.csv" \
+	"SELECT * FROM memory WHERE run_id = 1 ORDER BY rank, t_ps, rowid"
+check "--table metrics" "$T/metrics.csv" "SELECT * FROM metrics WHERE run_id = 1 ORDER BY name"
 check "--table runs (JSON with quotes, commas and newlines)" "$T/runs.csv" \
 	"SELECT * FROM runs WHERE id = 1"
 grep -q '""' "$T/runs.csv" && ok "runs.csv has quoted quotes" || bad "runs.csv not quoted"
@@ -58,6 +61,20 @@ DB=$T/s.db
 "$CS" sweep "$SRC/scenarios/zero-fsdp-compare.yaml" --vary parallel.zero=0,3 \
 	--vary training.micro_batch=2,4 -j 2 --db "$DB" --csv "$T/sweep.csv" > /dev/null 2>&1 ||
 	bad "sweep --csv"
+for t in sweeps sweep_points sweep_values; do
+	"$CS" export "$DB" --table "$t" --csv "$T/$t.csv" || bad "export --table $t"
+done
+check "--table sweeps" "$T/sweeps.csv" "SELECT * FROM sweeps ORDER BY id"
+check "--table sweep_points" "$T/sweep_points.csv" \
+	"SELECT * FROM sweep_points ORDER BY sweep_id, point"
+check "--table sweep_values" "$T/sweep_values.csv" \
+	"SELECT * FROM sweep_values ORDER BY sweep_id, point, key"
+"$CS" export "$DB" --table sweep_points --run 1 --csv "$T/x.csv" > "$T/out" 2>&1
+[ $? = 2 ] && grep -q "option --run: table sweep_points belongs to no run" "$T/out" &&
+	ok "--run with a sweep table is refused" || bad "--run with sweep_points: $(cat "$T/out")"
+"$CS" export "$DB" --table nope --csv "$T/x.csv" > "$T/out" 2>&1
+[ $? = 2 ] && grep -q "unknown table 'nope': expected one of ops, .*sweep_values" "$T/out" &&
+	ok "an unknown table is refused with the list" || bad "--table nope: $(cat "$T/out")"
 out=$("$CK" --parse "$T/sweep.csv" 2>&1)
 case $out in
 "5 records of "*) ok "sweep CSV: a header and 4 points ($out)" ;;
