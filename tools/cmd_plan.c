@@ -25,7 +25,8 @@ static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
 	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL, "override a scenario key (model, training, cluster)" },
 	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to print, and to simulate in flow fidelity" },
-	{ "analytic", 0, CLI_COUNT, "N", "16", "best estimates to simulate in analytic fidelity" },
+	{ "analytic", 0, CLI_COUNT, "N", "16384 / GPUs, 16 to 256",
+	  "best estimates to simulate in analytic fidelity" },
 	{ "objective", 0, CLI_STR, "GOAL", "step_time", "step_time, mfu or tokens_per_s" },
 	{ "jobs", 'j', CLI_COUNT, "N", "all cores", "worker processes for the simulations" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
@@ -312,10 +313,14 @@ static int plan_run(struct cli_args *a)
 	if (a->npos != 1 || !cli_has(a, "gpus"))
 		return cli_error(a, CLI_BADINPUT, "expected a scenario and --gpus N (clustersim plan "
 				 "SCENARIO.yaml --gpus N)");
-	long long gpus = 0, top = 3, nsim = 16, jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	if (cli_count(a, "gpus", 1, TOPO_MAX_RANKS, &gpus) < 0 ||
-	    cli_count(a, "jobs", 1, 64, &jobs) < 0 ||
-	    cli_count(a, "top", 1, 1000, &top) < 0 || cli_count(a, "analytic", 1, 100000, &nsim) < 0)
+	long long gpus = 0, top = 3, nsim, jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cli_count(a, "gpus", 1, TOPO_MAX_RANKS, &gpus) < 0)
+		return CLI_BADINPUT;
+	/* A simulation's cost grows with the GPUs: a few hundred small ones,
+	 * a handful of 1,024-GPU ones (about 1 to 2 s each on one core). */
+	nsim = 16384 / gpus < 16 ? 16 : 16384 / gpus > 256 ? 256 : 16384 / gpus;
+	if (cli_count(a, "jobs", 1, 64, &jobs) < 0 || cli_count(a, "top", 1, 1000, &top) < 0 ||
+	    cli_count(a, "analytic", 1, 100000, &nsim) < 0)
 		return CLI_BADINPUT;
 	const char *goal = cli_str(a, "objective", "step_time");
 	if (strcmp(goal, "step_time") && strcmp(goal, "mfu") && strcmp(goal, "tokens_per_s"))
@@ -418,23 +423,24 @@ const struct cli_cmd cli_cmd_plan = {
 	.summary = "Find the best parallel layout for a model on N GPUs.",
 	.description =
 		"Enumerates every layout (tp, sp, pp, vpp, cp, ep, dp, micro-batch, ZeRO stage,\n"
-		"recomputation) of the scenario's model and training run on N GPUs of its cluster,\n"
-		"drops those that are not valid or do not fit in memory (counting each reason),\n"
-		"ranks the rest with a closed-form estimator built on the simulator's own cost\n"
-		"functions (no event engine), simulates the best N (--analytic) in analytic\n"
-		"fidelity and the best K of those (--top) in flow fidelity, and prints the\n"
-		"ranking (the K by flow step time, then the rest by analytic step time) with a\n"
-		"paragraph on why the winner beats the runner-up. With flash attention,\n"
+		"recomputation) of the scenario's model and training run on N GPUs of its\n"
+		"cluster, drops those that are not valid or do not fit in memory (counting\n"
+		"each reason), ranks the rest with a closed-form estimator built on the\n"
+		"simulator's own cost functions (no event engine), simulates the best\n"
+		"--analytic of them in analytic fidelity (by default 16384 / GPUs, at least 16\n"
+		"and at most 256) and the best K of those (--top) in flow fidelity, and prints\n"
+		"the ranking (the K by flow step time, then the rest by analytic step time)\n"
+		"with a paragraph on why the winner beats the runner-up. With flash attention,\n"
 		"selective recomputation keeps the same activations as none and is not\n"
-		"enumerated. Where the estimate and the simulation disagree is reported on\n"
-		"stderr. With the model and global batch fixed, step time, MFU and tokens/s rank\n"
-		"layouts the same way, so --objective only picks the measure the paragraph\n"
-		"compares the winner and runner-up in. --json\n"
-		"prints {candidates, fits, dropped, screened_per_s, wall_s, layouts: [...]} with\n"
-		"every simulated layout (step_time_s null where the simulation refused it);\n"
-		"wall_s and screened_per_s are the only keys that differ between identical runs.\n"
-		"The simulations run on -j worker processes (default: all cores); the results\n"
-		"do not depend on how many.",
+		"enumerated. Where the estimate and the simulation disagree, and any\n"
+		"simulation that failed, is reported on stderr. With the model and global\n"
+		"batch fixed, step time, MFU and tokens/s rank layouts the same way, so\n"
+		"--objective only picks the measure the paragraph compares the two in.\n"
+		"--json prints {candidates, fits, dropped, screened_per_s, wall_s, layouts:\n"
+		"[...]} with every simulated layout (step_time_s null where the simulation\n"
+		"refused it); wall_s and screened_per_s are the only keys that differ between\n"
+		"identical runs. The simulations run on -j worker processes (default: all\n"
+		"cores); the results do not depend on how many. docs/plan.md explains it all.",
 	.opts = plan_opts,
 	.run = plan_run,
 };
