@@ -22,6 +22,7 @@
 
 #include "sim/units.h"
 #include "sim/util.h"
+#include "tools/trace.h"
 
 /* Layout in pixels. */
 enum {
@@ -233,14 +234,6 @@ static struct opkey op_key(const char *kind, const char *name)
 	return k;
 }
 
-static const char *stream_name(int stream, char *buf, size_t len)
-{
-	static const char *const names[] = { "compute", "grads", "params", "host" };
-	if (stream >= 0 && stream < (int)ARRAY_SIZE(names))
-		return names[stream];
-	snprintf(buf, len, "stream %d", stream);
-	return buf;
-}
 
 /* ---- XML text ---------------------------------------------------------------------- */
 
@@ -584,9 +577,10 @@ static void write_bands(struct gantt *g)
 }
 
 /*
- * Rank and stream labels, once the rows are drawn: a stream from 4 on
- * whose ops are all alike says what they are ("stream 5 · pp send"),
- * except on a rank's first row, where the rank's label leaves no room.
+ * Rank and stream labels, once the rows are drawn (trace.h names the
+ * streams): a stream without a name whose ops are all alike says what they
+ * are ("stream 12 · expert send"), except on a rank's first row, where the
+ * rank's label leaves no room.
  */
 static void write_labels(struct gantt *g)
 {
@@ -598,9 +592,10 @@ static void write_labels(struct gantt *g)
 		if (first)
 			fprintf(f, "<text class=\"rk\" x=\"12\" y=\"%d\">rank %d</text>\n",
 				r->y + r->h / 2 + 4, r->rank);
+		const char *name = trace_stream_name(r->stream, buf, sizeof(buf));
 		fprintf(f, "<text class=\"sn\" x=\"%d\" y=\"%d\">%s", PLOT_X - 6,
-			r->y + r->h / 2 + 3, stream_name(r->stream, buf, sizeof(buf)));
-		if (r->stream >= 4 && !first && r->hint[0] && !r->mixed) {
+			r->y + r->h / 2 + 3, name);
+		if (name == buf && !first && r->hint[0] && !r->mixed) {
 			fputs(" \u00b7 ", f);
 			xml_text(f, r->hint, sizeof(r->hint));
 		}
