@@ -945,8 +945,10 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 		r->pipeline_s = sim_ps_to_s(phase);
 		r->breakdown.bubble_s = sim_ps_to_s(phase - busy);
 	}
-	r->breakdown.idle_s = fmax(0, r->step_time_s - r->breakdown.compute_s -
-				      r->breakdown.exposed_comm_s - r->breakdown.bubble_s);
+	/* What is left; under a picosecond (the engine's tick) is rounding. */
+	double idle = r->step_time_s - r->breakdown.compute_s - r->breakdown.exposed_comm_s -
+		      r->breakdown.bubble_s;
+	r->breakdown.idle_s = idle < 1e-12 ? 0 : idle;
 	double peak_mem = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (sim_rank_stats(sim, i)->mem_peak > peak_mem) {
