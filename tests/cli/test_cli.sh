@@ -3,15 +3,7 @@
 # the foundation, bad input (exit 2, message naming the option, no database
 # left behind), the database and its export, help and docs/cli.md in sync.
 # Run by `make check` with CLUSTERSIM and SRCDIR set; prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 
 # expect_json NAME KEY VALUE CMD...: the first row's KEY prints as VALUE.
 expect_row() {
@@ -116,5 +108,4 @@ if cmp -s "$T/keys.md" "$T/keys.doc"; then ok "docs/scenario.md key table is cur
 else bad "docs/scenario.md key table differs from 'clustersim help --keys' (regenerate it)"; fi
 "$CS" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok "unknown command: exit 2" || bad "unknown command"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

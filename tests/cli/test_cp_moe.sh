@@ -3,14 +3,7 @@
 # fidelity: Llama-3-8B at 128K tokens with CP 8 (zig-zag against contiguous
 # ring and Ulysses), Mixtral-8x7B with EP 8, the DeepSeek-V3-shaped MoE on
 # 256 GPUs. Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 less() { awk "BEGIN { exit !($1 < $2) }"; }
 run() {
@@ -45,5 +38,4 @@ run deepseek "$SRC/scenarios/deepseek-v3-h100x256.yaml"
 grep -q '"gpus":256' "$T/deepseek.json" && ok "DeepSeek-V3-shaped on 256 GPUs" || bad "not 256 GPUs"
 grep -q '"fits":true' "$T/deepseek.json" && ok "DeepSeek-V3-shaped fits" || bad "does not fit"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

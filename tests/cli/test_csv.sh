@@ -4,15 +4,8 @@
 # (runs carries the scenario as JSON: quotes, commas, newlines), a
 # collective's results, and a sweep's points. csvcheck (tests/cli/csvcheck.c)
 # does the reading. Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 CK=${CSVCHECK:?set CSVCHECK to the csvcheck binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
 
 # check NAME CSV SQL [RUN]: the CSV matches the query on $T/r.db.
 check() {
@@ -81,5 +74,4 @@ case $out in
 *) bad "sweep CSV: $out" ;;
 esac
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

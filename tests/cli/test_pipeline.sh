@@ -3,14 +3,7 @@
 # H100, TP 8 x PP 8, then PP 4 with ZeRO-1) and Llama-3-70B on 256 H100 in
 # flow fidelity; the bubble and the memory of the busiest stage.
 # Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 positive() { awk "BEGIN { exit !($1 > 0) }"; }
 
@@ -60,5 +53,4 @@ awk "BEGIN { d = ($a - $f) / $f; exit !(d < 0.01 && d > -0.01) }" &&
 [ $? = 2 ] && grep -q "not with ZeRO-3" "$T/e" && ok "ZeRO-3 with a pipeline refused" ||
 	bad "ZeRO-3 with PP: $(cat "$T/e")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

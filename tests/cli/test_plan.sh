@@ -4,14 +4,7 @@
 # flow step time, a model that needs sharding gets a layout that fits, nothing
 # fitting is an error, the JSON is deterministic, and bad input is refused.
 # Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 SC="$SRC/scenarios/zero-fsdp-compare.yaml"
 # The value of KEY in the first layout of a plan --json file.
 first() { sed -e 's/.*"layouts":\[{//' -e 's/}.*//' "$1" | tr ',' '\n' |
@@ -91,5 +84,4 @@ check_bad "option --objective: expected step_time" "$SC" --gpus 16 --objective s
 check_bad "option -g/--gpus: expected a whole number" "$SC" --gpus 0
 check_bad "nope.yaml" "$T/nope.yaml" --gpus 8
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

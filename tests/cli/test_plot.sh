@@ -6,15 +6,7 @@
 # chart does not show is refused; bad input exits 2 with a message naming
 # the option. Run by `make check` with CLUSTERSIM and SRCDIR set; prints
 # "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 
 for tool in xmllint rsvg-convert sqlite3; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -151,5 +143,4 @@ expect_bad "other SQLite file" "not a clustersim database" "$T/other.db" --x par
 "$CS" run "$SRC/scenarios/ddp-lesson.yaml" --db "$T/r.db" >/dev/null 2>&1
 expect_bad "database without sweeps" "holds no sweep" "$T/r.db" --x parallel.zero --y mfu --svg -
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

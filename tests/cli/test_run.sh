@@ -7,15 +7,7 @@
 # Run by `make check` with CLUSTERSIM and SRCDIR set; prints "N passed, N failed".
 # The checks under "known bugs" pin library bugs not fixed yet;
 # SKIP_KNOWN_BUGS=1 leaves them out.
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 
 LESSON=$SRC/scenarios/ddp-lesson.yaml
 H200=$SRC/scenarios/gpt3-1.3b-h200.yaml
@@ -273,5 +265,4 @@ if [ "${SKIP_KNOWN_BUGS:-0}" != 1 ]; then
 	expect_fail "known bug: tp x cp x pp = 2^32, dp 8" "= 34359738368" "$LESSON" $big
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

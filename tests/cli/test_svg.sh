@@ -4,15 +4,7 @@
 # (rsvg-convert), carry the legend, boxes and time axis, and bad options exit
 # 2 with a message naming the option. Run by `make check` with CLUSTERSIM and
 # SRCDIR set; prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 
 for tool in xmllint rsvg-convert; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -99,5 +91,4 @@ expect_bad "unknown run" "option --run" "$T/ddp.db" --svg - --run 7
 "$CS" export "$T/ddp.db" --csv - | head -1 | grep -q '^run_id,rank,stream,kind,name,start_ps' &&
 	ok "export --csv still works" || bad "export --csv"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -2,14 +2,7 @@
 # test_sweep.sh - clustersim sweep: the cartesian product on 2 workers, failed
 # points kept with their reason, the same results as 1 worker, an
 # interrupted sweep that resumes, and bad input. Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 SC="$SRC/scenarios/zero-fsdp-compare.yaml"
 VARY="--vary parallel.zero=0,1,2,3 --vary training.micro_batch=1..8"
 
@@ -67,5 +60,4 @@ done
 "$CS" sweep "$T/none.yaml" --vary parallel.tp=1 > /dev/null 2>&1; [ $? = 2 ] &&
 	ok "missing scenario: exit 2" || bad "missing scenario"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

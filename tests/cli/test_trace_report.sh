@@ -12,15 +12,7 @@
 # Needs the sqlite3 shell (json functions, readfile), as tools/install-deps.sh
 # installs it. Run by `make check` with CLUSTERSIM and SRCDIR set; prints
 # "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 
 if ! command -v sqlite3 >/dev/null 2>&1; then
 	bad "sqlite3 is not installed: run tools/install-deps.sh (as root)"
@@ -215,5 +207,4 @@ expect_bad "report of a running run" "run 2 is running" report "$T/running.db" -
 expect_bad "report without a database" "expected one database file" report
 expect_bad "report unknown option" "unknown option '--csv'" report "$DB" --csv -
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -5,15 +5,8 @@
 # database, well-formed SVGs, non-empty CSVs and trace); the plan's winner is
 # the layout the tutorial names, and running it gives the plan's flow time.
 # Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 DOC="$SRC/docs/tutorial.md"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
 
 if ! command -v xmllint >/dev/null 2>&1; then
 	bad "xmllint is not installed: run tools/install-deps.sh (as root)"
@@ -106,5 +99,4 @@ step=$(sed -n 's/^ *step time *\([0-9.]*\) s .*/\1/p' "$T/out.$rn" 2>/dev/null)
 	ok "the run of the winner takes the plan's $flow s" ||
 	bad "run gives '$step' s, the plan's flow time is '$flow' s"
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

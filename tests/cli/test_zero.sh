@@ -2,15 +2,8 @@
 # test_zero.sh - scenarios/zero-fsdp-compare.yaml under DDP, ZeRO-1/2/3 and
 # FSDP variants: the orderings of step time and peak memory that the
 # mechanisms imply (SPEC C12, C19). Prints "N passed, N failed".
-set -u
-CS=${CLUSTERSIM:?set CLUSTERSIM to the clustersim binary}
-SRC=${SRCDIR:-.}
+. "${SRCDIR:-.}/tests/cli/lib.sh"
 SC="$SRC/scenarios/zero-fsdp-compare.yaml"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
 
 # field FILE KEY: a number from the report's JSON (top level or memory/breakdown).
 field() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
@@ -74,5 +67,4 @@ check_less "offload costs time here" "$(field "$T/zero2.json" step_time_s)" "$(f
 	grep -q "step time" "$T/o" && ok "ZeRO-3 gathers and reduce-scatters at once (CP 2, 8 nodes)" ||
 	bad "ZeRO-3 with CP 2 on 8 nodes: $(cat "$T/e")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
