@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/coll.h"
+#include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/util.h"
 
@@ -342,3 +344,15 @@ const struct cli_cmd cli_cmd_version = {
 	.opts = no_opts,
 	.run = version_run,
 };
+
+void cli_train_of(struct par_train *t, const struct scn *s, const struct par_compute_model *cm)
+{
+	*t = (struct par_train){
+		.model = &s->model, .training = &s->training, .layout = &s->parallel,
+		.compute = cm, .cluster = &s->cluster, .steps = s->sim.steps, .seed = s->sim.seed,
+	};
+	sim_config_init(&t->sim);
+	t->sim.fidelity = s->sim.fidelity;
+	t->sim.chunk_bytes = s->sim.chunk_bytes;
+	t->sim.algos = coll_algos;
+}

@@ -110,6 +110,18 @@ void cli_csv_field(FILE *f, const char *s, int first);
 char *cli_command_line(int argc, char **argv);
 
 /*
+ * The training step of a loaded scenario, as run, sweep and plan simulate
+ * it: its model, training, layout and cluster, sim.steps steps, sim.seed,
+ * sim.fidelity, sim.chunk_bytes and every collective algorithm. The
+ * scenario and the compute model must outlive *t.
+ */
+struct scn;
+struct par_train;
+struct par_compute_model;
+void cli_train_of(struct par_train *t, const struct scn *s,
+		  const struct par_compute_model *cm);
+
+/*
  * Reading a stored run (cmd_export.c; also used by cmd_report.c). The
  * database is the command's first positional argument.
  * export_db_open: open it read-only, or print why not ("cannot read

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collectives/coll.h"
 #include "parallel/plan.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
@@ -73,14 +72,9 @@ static int simulate(const struct scn *base, const struct par_compute_model *cm,
 		snprintf(why, whylen, "%s", err);
 		return -1;
 	}
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
-	t.sim.fidelity = f;
-	t.sim.chunk_bytes = s.sim.chunk_bytes;
-	t.sim.algos = coll_algos;
+	struct par_train t;
+	cli_train_of(&t, &s, cm);
+	t.steps = 1, t.sim.fidelity = f;
 	if (par_train_run(&t, r, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
 		return -1;

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "collectives/coll.h"
 #include "parallel/compute.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
@@ -255,14 +254,8 @@ static int run_run(struct cli_args *a)
 							     err, sizeof(err));
 	if (!cm)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", s.path, err);
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = s.sim.steps, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
-	t.sim.fidelity = s.sim.fidelity;
-	t.sim.chunk_bytes = s.sim.chunk_bytes;
-	t.sim.algos = coll_algos;
+	struct par_train t;
+	cli_train_of(&t, &s, cm);
 	struct par_report r;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collectives/coll.h"
 #include "parallel/compute.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
@@ -183,14 +182,8 @@ static void run_point(const char *path, const struct sweep *sw, uint32_t point, 
 		set_reason(r, err);
 		return;
 	}
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = s.sim.steps, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
-	t.sim.fidelity = s.sim.fidelity;
-	t.sim.chunk_bytes = s.sim.chunk_bytes;
-	t.sim.algos = coll_algos;
+	struct par_train t;
+	cli_train_of(&t, &s, cm);
 	struct par_report rep;
 	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {
 		r->status = 2;
