@@ -133,8 +133,13 @@ static void group_order(const struct sim_group *g, int snake, uint32_t c, uint32
 /* ---- plans ----------------------------------------------------------------- */
 
 /* The slowest route of each class between ring neighbours (node-major). */
-static void group_basic_links(struct sim *sim, struct sim_group *g, struct sim_coll_links *l)
+static void group_basic_links(struct sim *sim, struct sim_group *g, struct sim_coll_links *out)
 {
+	if (g->basic_done) {
+		*out = g->basic;
+		return;
+	}
+	struct sim_coll_links *l = &g->basic;
 	*l = (struct sim_coll_links){ 0 };
 	for (uint32_t v = 0; v < g->n && g->n > 1; v++) {
 		uint32_t a = g->ranks[g->by_node[v]], b = g->ranks[g->by_node[(v + 1) % g->n]];
@@ -148,6 +153,8 @@ static void group_basic_links(struct sim *sim, struct sim_group *g, struct sim_c
 		if (*bw == 0 || r.bw_Bps < *bw)
 			*bw = r.bw_Bps;
 	}
+	g->basic_done = 1;
+	*out = *l;
 }
 
 static unsigned default_channels(struct sim *sim, const struct sim_group *g,
@@ -399,6 +406,38 @@ static const struct sim_coll_algo *coll_resolve(struct sim *sim, uint32_t group,
 	return best;
 }
 
+/*
+ * The resolved collective for an op, from the group's choices or resolved
+ * and remembered (a training step repeats a handful of collectives per
+ * group thousands of times). NULL with err if it cannot run.
+ */
+static const struct coll_choice *coll_choose(struct sim *sim, uint32_t group,
+					     const struct sim_op *op, char *err, size_t errlen)
+{
+	struct sim_group *g = &sim->groups[group];
+	for (unsigned i = 0; i < COLL_CHOICES; i++) {
+		const struct coll_choice *c = &g->choice[i];
+		if (c->used && c->op == op->coll && c->asked == op->algo && c->bytes == op->bytes &&
+		    c->channels_asked == op->channels && c->peer == op->peer)
+			return c;
+	}
+	struct coll_choice c = {
+		.asked = op->algo, .bytes = op->bytes, .peer = op->peer,
+		.channels_asked = op->channels, .op = op->coll, .used = 1,
+		.channels = op->channels,
+	};
+	c.algo = coll_resolve(sim, group, op->coll, op->algo, op->bytes, &c.channels, &c.plan,
+			      err, errlen);
+	if (!c.algo)
+		return NULL;
+	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC)
+		c.time_s = plan_time_s(sim, group, c.algo, &c.plan, op->channels);
+	struct coll_choice *slot = &g->choice[g->choice_next];
+	g->choice_next = (uint8_t)((g->choice_next + 1) % COLL_CHOICES);
+	*slot = c;
+	return slot;
+}
+
 const struct sim_coll_algo *sim_coll_check(struct sim *sim, uint32_t group,
 					   enum sim_coll_op op,
 					   const struct sim_coll_algo *algo,
@@ -431,6 +470,7 @@ struct coll_member {
 
 struct coll_inst {
 	struct sim_event ev;          /* analytic completion               */
+	double time_s;                /* analytic: the closed form         */
 	uint32_t group;
 	const struct sim_op *op;      /* the first joiner's op             */
 	const struct sim_coll_algo *algo;
@@ -478,17 +518,17 @@ static void analytic_fire(struct sim *sim, struct sim_event *ev);
 static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct sim_op *op)
 {
 	struct sim_group *g = &sim->groups[group];
-	struct coll_inst *in = xcalloc(1, sizeof(*in));
-	struct sim_coll_plan plan;
 	char err[256];
-	unsigned c = op->channels;
-	in->algo = coll_resolve(sim, group, op->coll, op->algo, op->bytes, &c, &plan,
-				err, sizeof(err));
-	if (!in->algo) {
+	const struct coll_choice *choice = coll_choose(sim, group, op, err, sizeof(err));
+	if (!choice) {
 		sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
-		free(in);
 		return NULL;
 	}
+	struct coll_inst *in = xcalloc(1, sizeof(*in));
+	struct sim_coll_plan plan = choice->plan;
+	unsigned c = choice->channels;
+	in->algo = choice->algo;
+	in->time_s = choice->time_s;
 	in->ev.fire = analytic_fire;
 	in->group = group;
 	in->op = op;
@@ -680,8 +720,7 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 	in->joined++;
 	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC) {
 		if (in->joined == g->n) {
-			double t = plan_time_s(sim, group, in->algo, in->plan, in->channels_asked);
-			sim_schedule(sim, sim->now + sim_ps_from_s(t), &in->ev);
+			sim_schedule(sim, sim->now + sim_ps_from_s(in->time_s), &in->ev);
 		}
 		return;
 	}

@@ -8,11 +8,17 @@
 #include "sim/heap-int.h"
 #include "sim/sim.h"
 
+struct sim_xfer;
+
 struct sim_link {
 	double bw_Bps;
 	double bytes;       /* carried so far                               */
 	sim_ps free_ps;     /* the wire is reserved until then              */
 	sim_ps busy_ps;     /* sum of the wire time of what it carried      */
+	/* The transfer whose bulk reservation ends at free_ps, or NULL for a
+	 * single chunk's. Meaningful only while free_ps > now: every
+	 * reservation overwrites it. */
+	struct sim_xfer *holder;
 	uint32_t tag;
 };
 
@@ -26,14 +32,22 @@ struct sim_link {
  */
 struct sim_xfer {
 	struct sim_event ev;
+	uint64_t due_seq;            /* ev's live heap entry; others are stale */
 	struct sim_route route;
 	double left;                 /* bytes not yet issued                */
 	double carry_ps;             /* rounding of the wire time so far   */
 	uint8_t arriving;            /* ev is the arrival, not a chunk issue */
+	uint8_t bulk;                /* holds a bulk reservation (see sim.c) */
 	void (*done)(struct sim *sim, struct sim_xfer *x);
 	void *owner;                 /* the owner's context and indices     */
 	uint32_t a, b, c, d;
 	struct sim_xfer *next_free;
+	/* A bulk reservation: where it started and what the route's links
+	 * held before it, so that a split can replay it chunk by chunk. */
+	struct {
+		sim_ps s0, free0[SIM_ROUTE_MAX], busy0[SIM_ROUTE_MAX];
+		double left0, carry0, bytes0[SIM_ROUTE_MAX];
+	} b0;
 };
 
 struct sim_stream {
@@ -43,6 +57,7 @@ struct sim_stream {
 	uint8_t busy;
 	uint8_t counted;             /* counts as communication in progress */
 	uint32_t next;               /* head op: index into the stream list */
+	uint32_t run;                /* ops the running op stands for (>= 1) */
 	sim_ps start;
 };
 
@@ -63,6 +78,22 @@ struct sim_rank {
 struct coll_inst;
 struct coll_links_memo;
 
+/* A resolved collective: what was asked, what runs, and its closed form. */
+struct coll_choice {
+	const struct sim_coll_algo *asked;  /* NULL: auto                 */
+	double bytes;
+	uint32_t peer;
+	uint16_t channels_asked;
+	uint8_t op, used;
+	const struct sim_coll_algo *algo;
+	struct sim_coll_plan plan;
+	unsigned channels;
+	double time_s;
+};
+
+/* Choices a group remembers (a layer's few collectives, round robin). */
+#define COLL_CHOICES 8
+
 struct sim_group {
 	uint32_t n;
 	uint32_t *ranks;
@@ -70,6 +101,10 @@ struct sim_group {
 	uint32_t *by_node;      /* members sorted by node, stable          */
 	uint32_t *node_first;   /* nodes+1 offsets into by_node             */
 	uint32_t nodes, per_node;
+	struct sim_coll_links basic;  /* ring-neighbour routes, once      */
+	uint8_t basic_done;
+	uint8_t choice_next;
+	struct coll_choice choice[COLL_CHOICES];
 	struct coll_links_memo *memo;
 	/* Live collective instances, by sequence number from base_seq. */
 	struct coll_inst **live;
@@ -117,9 +152,12 @@ struct sim {
 	uint32_t scratchcap;
 
 	char *err;                   /* first fatal error of the run        */
+	uint64_t fire_seq;           /* heap sequence of the event firing   */
 };
 
 /* sim.c */
+/* Schedule as sim_schedule and return the entry's heap sequence number. */
+uint64_t sim_schedule_seq(struct sim *sim, sim_ps t, struct sim_event *ev);
 void sim_fail(struct sim *sim, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, double bytes,
 				void (*done)(struct sim *, struct sim_xfer *), void *owner);

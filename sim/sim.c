@@ -122,6 +122,12 @@ void sim_schedule(struct sim *sim, sim_ps t, struct sim_event *ev)
 	sim_heap_push(&sim->heap, t, ev);
 }
 
+uint64_t sim_schedule_seq(struct sim *sim, sim_ps t, struct sim_event *ev)
+{
+	sim_schedule(sim, t, ev);
+	return sim->heap.next_seq - 1;
+}
+
 static int report_stuck(struct sim *sim);
 
 int sim_run(struct sim *sim)
@@ -129,6 +135,7 @@ int sim_run(struct sim *sim)
 	struct sim_heap_entry e;
 	while (!sim->err && sim_heap_pop(&sim->heap, &e)) {
 		sim->now = e.t;
+		sim->fire_seq = e.seq;
 		sim->events++;
 		e.ev->fire(sim, e.ev);
 	}
@@ -169,34 +176,122 @@ static sim_ps wire_ps(double bytes, double bw_Bps)
 }
 
 /*
- * Reserve the route for the next chunk and schedule what follows it. The
- * chunk's time on the bottleneck is rounded to picoseconds with the rounding
- * error carried to the next chunk, so a message of many chunks takes
- * bytes / W to within a picosecond, whatever the chunk size.
+ * Reserve the route for one chunk from event time t: the chunk starts when
+ * every link of the route is free, s = max(t, free), and holds each link for
+ * its wire time there. The time on the bottleneck is rounded to picoseconds
+ * with the rounding error carried to the next chunk, so a message of many
+ * chunks takes bytes / W to within a picosecond, whatever the chunk size.
+ * Returns s; *wire is the bottleneck time.
  */
-static void xfer_issue(struct sim *sim, struct sim_xfer *x)
+static sim_ps chunk_reserve(struct sim *sim, struct sim_xfer *x, sim_ps t, sim_ps *wire)
 {
 	double chunk = sim->cfg.chunk_bytes;
 	double c = x->left <= chunk ? x->left : chunk;
-	sim_ps s = sim->now;
+	sim_ps s = t;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		sim_ps f = sim->links[x->route.link[i]].free_ps;
 		if (f > s)
 			s = f;
 	}
 	double exact = x->route.bw_Bps > 0 ? c / x->route.bw_Bps * (double)SIM_PS_PER_S : 0;
-	sim_ps wire = (sim_ps)llround(exact + x->carry_ps);
-	x->carry_ps += exact - (double)wire;
+	*wire = (sim_ps)llround(exact + x->carry_ps);
+	x->carry_ps += exact - (double)*wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
-		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire : wire_ps(c, l->bw_Bps);
+		sim_ps w = l->bw_Bps == x->route.bw_Bps ? *wire : wire_ps(c, l->bw_Bps);
 		l->free_ps = s + w;
 		l->busy_ps += w;
 		l->bytes += c;
+		l->holder = NULL;
 	}
 	x->left = x->left <= chunk ? 0 : x->left - c;
+	return s;
+}
+
+static void xfer_schedule(struct sim *sim, struct sim_xfer *x, sim_ps t)
+{
+	x->due_seq = sim_schedule_seq(sim, t, &x->ev);
+}
+
+/*
+ * Bulk reservations. Chunks exist so that flows sharing a link interleave;
+ * a message whose links are all free now would send its chunks back to back
+ * with nobody in between until some other flow wants one of its links. So it
+ * reserves them all at once (the same chunk arithmetic, run ahead in a loop:
+ * identical link totals and times) and schedules its arrival: one event
+ * instead of one per chunk. The first other flow that wants one of its links
+ * splits it (xfer_split): the link state is put back as it was before the
+ * bulk and the chunks issued by now are replayed, which leaves the route
+ * exactly as chunk-by-chunk issue would have, and the message continues
+ * chunk by chunk from the end of the chunk in flight. Its arrival event left
+ * in the heap is stale; due_seq tells the live entry from it.
+ */
+static void xfer_bulk(struct sim *sim, struct sim_xfer *x)
+{
+	x->b0.s0 = sim->now;
+	x->b0.left0 = x->left;
+	x->b0.carry0 = x->carry_ps;
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		const struct sim_link *l = &sim->links[x->route.link[i]];
+		x->b0.free0[i] = l->free_ps;
+		x->b0.busy0[i] = l->busy_ps;
+		x->b0.bytes0[i] = l->bytes;
+	}
+	sim_ps t = sim->now, wire;
+	while (x->left > 0) {
+		sim_ps s = chunk_reserve(sim, x, t, &wire);
+		t = s + wire;
+	}
+	for (uint32_t i = 0; i < x->route.n; i++)
+		sim->links[x->route.link[i]].holder = x;
+	x->bulk = 1;
+	x->arriving = 1;
+	xfer_schedule(sim, x, t + x->route.alpha_ps);
+}
+
+/* Another flow wants a link of x's bulk reservation now: see xfer_bulk. */
+static void xfer_split(struct sim *sim, struct sim_xfer *x)
+{
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		struct sim_link *l = &sim->links[x->route.link[i]];
+		l->free_ps = x->b0.free0[i];
+		l->busy_ps = x->b0.busy0[i];
+		l->bytes = x->b0.bytes0[i];
+	}
+	x->left = x->b0.left0;
+	x->carry_ps = x->b0.carry0;
+	x->bulk = 0;
+	sim_ps t = x->b0.s0, wire;
+	do {  /* the chunks that chunk-by-chunk issue has started by now */
+		sim_ps s = chunk_reserve(sim, x, t, &wire);
+		t = s + wire;
+	} while (x->left > 0 && t <= sim->now);
+	if (x->left > 0) {  /* else the arrival scheduled by the bulk stands */
+		x->arriving = 0;
+		xfer_schedule(sim, x, t);
+	}
+}
+
+/* Issue the next chunk, or all of them at once if the route is free now. */
+static void xfer_issue(struct sim *sim, struct sim_xfer *x)
+{
+	int idle = 1;
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		struct sim_link *l = &sim->links[x->route.link[i]];
+		if (l->free_ps <= sim->now)
+			continue;
+		if (l->holder && l->holder != x)
+			xfer_split(sim, l->holder);
+		if (l->free_ps > sim->now)
+			idle = 0;
+	}
+	if (idle && x->left > sim->cfg.chunk_bytes) {
+		xfer_bulk(sim, x);
+		return;
+	}
+	sim_ps wire, s = chunk_reserve(sim, x, sim->now, &wire);
 	x->arriving = x->left == 0;
-	sim_schedule(sim, x->arriving ? s + wire + x->route.alpha_ps : s + wire, &x->ev);
+	xfer_schedule(sim, x, x->arriving ? s + wire + x->route.alpha_ps : s + wire);
 }
 
 static void xfer_release(struct sim *sim, struct sim_xfer *x)
@@ -208,10 +303,13 @@ static void xfer_release(struct sim *sim, struct sim_xfer *x)
 static void xfer_fire(struct sim *sim, struct sim_event *ev)
 {
 	struct sim_xfer *x = container_of(ev, struct sim_xfer, ev);
+	if (sim->fire_seq != x->due_seq)
+		return;  /* the arrival of a bulk reservation since split */
 	if (!x->arriving) {
 		xfer_issue(sim, x);
 		return;
 	}
+	x->bulk = 0;
 	x->done(sim, x);
 	xfer_release(sim, x);
 }
@@ -270,7 +368,59 @@ void sim_program_free(struct sim_program *prog)
 	free(prog->names);
 	free(prog->ops);
 	free(prog->deps);
+	free(prog->run_n);
+	free(prog->run_ps);
+	free(prog->waited);
 	free(prog);
+}
+
+/*
+ * Compute runs. A stream that runs several compute ops back to back, none of
+ * which another stream waits for or changes memory or marks the rank's
+ * stats before the last, is busy without a break from the first start to the
+ * last end, and nothing else on the rank can observe the ops in between. The
+ * engine runs such a run as one event and records its ops afterwards (the
+ * event count of a training step falls by the number of kernels between two
+ * collectives). A run ends at an op that another op depends on, that changes
+ * memory or carries a mark; the next op joins only if it is a compute op of
+ * the same stream without dependencies. The runs partition each stream
+ * greedily from its first op, so a stream's head is always a run's first op.
+ * O(ops + deps) per program, once.
+ */
+static void program_seal(struct sim_program *prog)
+{
+	if (prog->sealed)
+		return;
+	free(prog->waited);
+	uint8_t *needed = prog->waited = xcalloc(prog->nops ? prog->nops : 1, 1);
+	for (uint32_t i = 0; i < prog->ndeps; i++)
+		needed[prog->deps[i]] = 1;
+	prog->run_n = xreallocarray(prog->run_n, prog->nops ? prog->nops : 1, sizeof(uint32_t));
+	prog->run_ps = xreallocarray(prog->run_ps, prog->nops ? prog->nops : 1, sizeof(sim_ps));
+	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++) {
+		const uint32_t *list = prog->stream_ops[st];
+		for (uint32_t k = 0; k < prog->stream_n[st];) {
+			uint32_t first = list[k], n = 1;
+			const struct sim_op *op = &prog->ops[first];
+			sim_ps total = op->dur_ps;
+			while (op->kind == SIM_OP_COMPUTE && !needed[list[k + n - 1]] &&
+			       op->mem_bytes == 0 && !(op->flags & SIM_OP_MARK) &&
+			       k + n < prog->stream_n[st]) {
+				const struct sim_op *next = &prog->ops[list[k + n]];
+				if (next->kind != SIM_OP_COMPUTE || next->ndeps)
+					break;
+				total += next->dur_ps;
+				op = next;
+				n++;
+			}
+			prog->run_n[first] = n;
+			prog->run_ps[first] = total;
+			for (uint32_t j = 1; j < n; j++)
+				prog->run_n[list[k + j]] = 0;
+			k += n;
+		}
+	}
+	prog->sealed = 1;
 }
 
 /* Append an op of the given kind on a stream; the caller fills the rest. */
@@ -292,6 +442,7 @@ static struct sim_op *program_add(struct sim_program *prog, enum sim_op_kind kin
 		prog->names = xreallocarray(prog->names, prog->namecap, sizeof(char *));
 	}
 	prog->names[prog->nnames] = xstrdup(name ? name : "");
+	prog->sealed = 0;
 	struct sim_op *op = &prog->ops[prog->nops];
 	*op = (struct sim_op){
 		.kind = (uint8_t)kind,
@@ -366,6 +517,7 @@ void sim_program_flags(struct sim_program *prog, unsigned flags)
 {
 	BUG_ON(prog->nops == 0);
 	prog->ops[prog->nops - 1].flags |= (uint8_t)flags;
+	prog->sealed = 0;
 }
 
 void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes)
@@ -373,6 +525,7 @@ void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes)
 	BUG_ON(prog->nops == 0 || cat >= SIM_MEM_CATS);
 	prog->ops[prog->nops - 1].mem_cat = (uint8_t)cat;
 	prog->ops[prog->nops - 1].mem_bytes = bytes;
+	prog->sealed = 0;
 }
 
 void sim_program_dep(struct sim_program *prog, uint32_t dep)
@@ -388,6 +541,7 @@ void sim_program_dep(struct sim_program *prog, uint32_t dep)
 	}
 	prog->deps[prog->ndeps++] = dep;
 	op->ndeps++;
+	prog->sealed = 0;
 }
 
 /* ---- groups ------------------------------------------------------------ */
@@ -568,10 +722,14 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	}
 	stream_set_busy(sim, r, stream, 1, op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV);
 	s->start = sim->now;
+	s->run = 1;
 	switch (op->kind) {
-	case SIM_OP_COMPUTE:
-		sim_schedule(sim, sim->now + op->dur_ps, &s->ev);
+	case SIM_OP_COMPUTE: {
+		uint32_t i = prog->stream_ops[stream][s->next];
+		s->run = prog->run_n[i];
+		sim_schedule(sim, sim->now + prog->run_ps[i], &s->ev);
 		break;
+	}
 	case SIM_OP_COLL:
 		sim_coll_join(sim, rank, stream, op);
 		break;
@@ -591,13 +749,39 @@ static void rank_try_start(struct sim *sim, uint32_t rank)
 		stream_try_start(sim, rank, s);
 }
 
+/*
+ * A compute run has ended: record its ops with the times they had, one after
+ * the other from the run's start, and move the stream's head to the last of
+ * them. Returns the last op (the caller finishes it as any op).
+ */
+static const struct sim_op *run_record(struct sim *sim, uint32_t rank, unsigned stream)
+{
+	struct sim_stream *s = &sim->ranks[rank].s[stream];
+	const struct sim_program *prog = sim->ranks[rank].prog;
+	const uint32_t *list = prog->stream_ops[stream] + s->next;
+	sim_ps t = s->start;
+	for (uint32_t k = 0; k + 1 < s->run; k++) {
+		const struct sim_op *op = &prog->ops[list[k]];
+		if (sim->rec)
+			sim->rec->op_done(sim->rec_ctx, rank, op, t, t + op->dur_ps);
+		t += op->dur_ps;
+	}
+	const struct sim_op *last = &prog->ops[list[s->run - 1]];
+	BUG_ON(t + last->dur_ps != sim->now);
+	if (sim->rec)
+		sim->rec->op_done(sim->rec_ctx, rank, last, t, sim->now);
+	return last;
+}
+
 void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	struct sim_stream *s = &r->s[stream];
 	BUG_ON(!s->busy);
 	const struct sim_op *op = sim_stream_head(sim, rank, stream);
-	if (sim->rec)
+	if (s->run > 1)
+		op = run_record(sim, rank, stream);
+	else if (sim->rec)
 		sim->rec->op_done(sim->rec_ctx, rank, op, s->start, sim->now);
 	stream_set_busy(sim, r, stream, 0, 0);
 	if (op->mem_bytes != 0)
@@ -607,13 +791,14 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 		r->st.mark_compute_ps = r->st.compute_ps;
 		r->st.mark_exposed_ps = r->st.exposed_comm_ps;
 	}
-	s->next++;
-	r->left--;
+	s->next += s->run;
+	r->left -= s->run;
 	r->end = sim->now;
-	/* The finished op may have been the last dependency of another head:
-	 * look at every stream (a handful), its own first. */
+	/* The stream's next op, then, if another stream waits for this op, the
+	 * other heads (a handful): it may have been their last dependency. */
 	stream_try_start(sim, rank, stream);
-	rank_try_start(sim, rank);
+	if (r->prog->waited[op - r->prog->ops])
+		rank_try_start(sim, rank);
 }
 
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)
@@ -629,6 +814,9 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	BUG_ON(r->left != 0);
 	if (!sim->memberships || sim->memberships_stale)
 		build_memberships(sim);
+	/* The runs are derived data kept with the program; computing them
+	 * once changes none of its ops. */
+	program_seal((struct sim_program *)prog);
 	r->prog = prog;
 	r->ngroups = (uint8_t)ngroups;
 	for (unsigned i = 0; i < ngroups; i++) {

@@ -254,6 +254,12 @@ struct sim_program {
 	char **names;
 	uint32_t nnames, namecap;
 	uint8_t nstreams;         /* highest stream used + 1                 */
+	/* Derived by the engine when a rank starts (sim.c, program_seal) and
+	 * dropped by any append: the compute runs (see run_n). */
+	uint32_t *run_n;          /* [op] ops in the run it starts, 0 inside  */
+	sim_ps *run_ps;           /* [op] the run's total duration            */
+	uint8_t *waited;          /* [op] an op of another stream waits for it */
+	uint8_t sealed;
 };
 
 struct sim_program *sim_program_new(void);
