@@ -2,7 +2,7 @@
  * test_heap.c - unit tests for the event heap (sim/heap.c): pop order by
  * time, first-in first-out among equal times, interleaved pushes and pops
  * against a reference (a linear scan for the least key), the empty heap and
- * growth past the first allocation of 256 entries.
+ * growth past the first allocation of a bucket.
  *
  * Events are tagged by their index in a fixed array, so the order they pop in
  * can be compared with the order they were pushed in. Pseudo-random inputs
@@ -208,19 +208,17 @@ START_TEST(test_interleaved_reference)
 }
 END_TEST
 
-/* Growth: the array starts at 256 entries and doubles. */
+/* Growth: buckets start at 64 entries and double; they never shrink. */
 START_TEST(test_growth)
 {
 	enum { N = 3000 };
 	struct sim_heap h;
 	sim_heap_init(&h);
-	/* Decreasing times: every push sifts to the root. */
+	/* Decreasing times, all pushed before any pop. */
 	for (uint32_t i = 0; i < N; i++) {
 		sim_heap_push(&h, (sim_ps)(N - i), &evs[i]);
 		ck_assert_uint_eq(sim_heap_size(&h), i + 1);
-		ck_assert_msg(h.cap >= h.n, "cap %u below size %u", h.cap, h.n);
 	}
-	ck_assert_msg(h.cap >= N && h.cap % 256 == 0, "cap %u after %u pushes", h.cap, N);
 	for (uint32_t i = 0; i < N; i++) {
 		struct sim_heap_entry e;
 		ck_assert_int_eq(sim_heap_pop(&h, &e), 1);
@@ -228,14 +226,24 @@ START_TEST(test_growth)
 			      "pop %u: (t=%lld, event %u), expected (t=%u, event %u)", i,
 			      (long long)e.t, ev_index(e.ev), i + 1, N - 1 - i);
 	}
-	/* The array never shrinks: refilling allocates nothing. */
-	uint32_t cap = h.cap;
+	/* Refill after the pops (times above the last popped) and drain again. */
 	for (uint32_t i = 0; i < N; i++)
-		sim_heap_push(&h, (sim_ps)i, &evs[i]);
-	ck_assert_uint_eq(h.cap, cap);
+		sim_heap_push(&h, (sim_ps)(2 * N - i), &evs[i]);
+	for (unsigned k = 0; k < SIM_HEAP_BUCKETS; k++)
+		ck_assert_msg(h.b[k].cap >= h.b[k].n && (h.b[k].cap == 0 || h.b[k].cap % 64 == 0),
+			      "bucket %u: cap %u, %u entries", k, h.b[k].cap, h.b[k].n);
+	ck_assert_uint_eq(sim_heap_size(&h), N);
+	for (uint32_t i = 0; i < N; i++) {
+		struct sim_heap_entry e;
+		ck_assert_int_eq(sim_heap_pop(&h, &e), 1);
+		ck_assert_msg(e.t == (sim_ps)(N + 1 + i), "refill pop %u: t=%lld, expected %u", i,
+			      (long long)e.t, N + 1 + i);
+	}
 	sim_heap_clear(&h);
-	ck_assert_msg(h.a == NULL && h.n == 0 && h.cap == 0, "clear left a=%p n=%u cap=%u",
-		      (void *)h.a, h.n, h.cap);
+	for (unsigned k = 0; k < SIM_HEAP_BUCKETS; k++)
+		ck_assert_msg(h.b[k].a == NULL && h.b[k].n == 0 && h.b[k].cap == 0,
+			      "clear left bucket %u with a=%p n=%u cap=%u", k, (void *)h.b[k].a,
+			      h.b[k].n, h.b[k].cap);
 }
 END_TEST
 
