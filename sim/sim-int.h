@@ -50,30 +50,41 @@ struct sim_xfer {
 	} b0;
 };
 
+/* A stream's event and running op; its head and busy flag are the rank's. */
 struct sim_stream {
 	struct sim_event ev;         /* compute done, or a deferred finish  */
 	uint32_t rank;
 	uint8_t id;
-	uint8_t busy;
 	uint8_t counted;             /* counts as communication in progress */
-	uint32_t next;               /* head op: index into the stream list */
 	uint32_t run;                /* ops the running op stands for (>= 1) */
 	sim_ps start;
 };
 
+/*
+ * A rank. Ordered for the cache: an event touches the first line (program,
+ * ops left, accounting) and one stream; collectives the slots; memory the
+ * statistics' arrays.
+ */
 struct sim_rank {
 	const struct sim_program *prog;
+	uint32_t left;                    /* ops not finished               */
+	uint16_t busy;                    /* bit s: stream s runs an op     */
+	uint8_t comm_busy;                /* communication streams running  */
+	uint8_t ngroups;
+	sim_ps end;
+	sim_ps since;                     /* last change of busy state      */
+	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
+	struct sim_rank_stats st;         /* compute_ps, exposed_ps first   */
 	uint32_t groups[SIM_MAX_GROUPS];  /* slot -> group id               */
 	uint32_t member[SIM_MAX_GROUPS];  /* slot -> member index in it     */
 	uint32_t memb[SIM_MAX_GROUPS];    /* slot -> its sim_membership     */
-	uint8_t ngroups;
-	uint32_t left;                    /* ops not finished               */
-	sim_ps end;
-	uint8_t comm_busy;                /* communication streams running  */
-	sim_ps since;                     /* last change of busy state      */
-	struct sim_rank_stats st;
+	/* Collectives joined on the slot's group while this program runs (the
+	 * membership's seq is written back when the rank gets a new program);
+	 * slots naming the same group share the first one's count. */
+	uint32_t seq[SIM_MAX_GROUPS];
+	uint8_t seq_slot[SIM_MAX_GROUPS];
 	struct sim_stream s[SIM_MAX_STREAMS];
-};
+} __attribute__((aligned(64)));
 
 struct coll_inst;
 struct coll_links_memo;

@@ -7,7 +7,7 @@
  * - sim->now never decreases; every event is scheduled at t >= now.
  * - A stream runs at most one op at a time: the op at stream_ops[next],
  *   while busy. An op of stream s at position pos is finished iff
- *   rank.s[s].next > pos, so dependencies need no per-op state per rank and
+ *   rank.next[s] > pos, so dependencies need no per-op state per rank and
  *   ranks can share one program.
  * - Finishing an op never recurses into another finish: ops that end at
  *   once (a collective of one member) finish through an event at now.
@@ -61,7 +61,7 @@ struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
 	sim->topo_ops = topo_ops;
 	sim->topo = topo;
 	sim->nranks = nranks;
-	sim->ranks = xcalloc(nranks, sizeof(*sim->ranks));
+	sim->ranks = xcalloc_aligned(nranks, sizeof(*sim->ranks), 64);
 	return sim;
 }
 
@@ -217,14 +217,15 @@ static void xfer_schedule(struct sim *sim, struct sim_xfer *x, sim_ps t)
  * Bulk reservations. Chunks exist so that flows sharing a link interleave;
  * a message whose links are all free now would send its chunks back to back
  * with nobody in between until some other flow wants one of its links. So it
- * reserves them all at once (the same chunk arithmetic, run ahead in a loop:
- * identical link totals and times) and schedules its arrival: one event
- * instead of one per chunk. The first other flow that wants one of its links
- * splits it (xfer_split): the link state is put back as it was before the
- * bulk and the chunks issued by now are replayed, which leaves the route
- * exactly as chunk-by-chunk issue would have, and the message continues
- * chunk by chunk from the end of the chunk in flight. Its arrival event left
- * in the heap is stale; due_seq tells the live entry from it.
+ * reserves them all at once, for the wire time of the whole rest of the
+ * message (rounded once, where chunk by chunk rounds each chunk with the
+ * error carried: the two agree to a picosecond), and schedules its arrival:
+ * one event instead of one per chunk. The first other flow that wants one of
+ * its links splits it (xfer_split): the link state is put back as it was
+ * before the bulk and the chunks started by now are replayed, which leaves
+ * the route exactly as chunk-by-chunk issue would have, and the message
+ * continues chunk by chunk from the end of the chunk in flight. Its arrival
+ * event left in the heap is stale; due_seq tells the live entry from it.
  */
 static void xfer_bulk(struct sim *sim, struct sim_xfer *x)
 {
@@ -237,16 +238,21 @@ static void xfer_bulk(struct sim *sim, struct sim_xfer *x)
 		x->b0.busy0[i] = l->busy_ps;
 		x->b0.bytes0[i] = l->bytes;
 	}
-	sim_ps t = sim->now, wire;
-	while (x->left > 0) {
-		sim_ps s = chunk_reserve(sim, x, t, &wire);
-		t = s + wire;
+	double exact = x->left / x->route.bw_Bps * (double)SIM_PS_PER_S;
+	sim_ps wire = (sim_ps)llround(exact + x->carry_ps);
+	x->carry_ps += exact - (double)wire;
+	for (uint32_t i = 0; i < x->route.n; i++) {
+		struct sim_link *l = &sim->links[x->route.link[i]];
+		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire : wire_ps(x->left, l->bw_Bps);
+		l->free_ps = sim->now + w;
+		l->busy_ps += w;
+		l->bytes += x->left;
+		l->holder = x;
 	}
-	for (uint32_t i = 0; i < x->route.n; i++)
-		sim->links[x->route.link[i]].holder = x;
+	x->left = 0;
 	x->bulk = 1;
 	x->arriving = 1;
-	xfer_schedule(sim, x, t + x->route.alpha_ps);
+	xfer_schedule(sim, x, sim->now + wire + x->route.alpha_ps);
 }
 
 /* Another flow wants a link of x's bulk reservation now: see xfer_bulk. */
@@ -285,7 +291,7 @@ static void xfer_issue(struct sim *sim, struct sim_xfer *x)
 		if (l->free_ps > sim->now)
 			idle = 0;
 	}
-	if (idle && x->left > sim->cfg.chunk_bytes) {
+	if (idle && x->left > sim->cfg.chunk_bytes && x->route.n > 0) {
 		xfer_bulk(sim, x);
 		return;
 	}
@@ -371,6 +377,7 @@ void sim_program_free(struct sim_program *prog)
 	free(prog->run_n);
 	free(prog->run_ps);
 	free(prog->waited);
+	free(prog->dep_at);
 	free(prog);
 }
 
@@ -393,8 +400,13 @@ static void program_seal(struct sim_program *prog)
 		return;
 	free(prog->waited);
 	uint8_t *needed = prog->waited = xcalloc(prog->nops ? prog->nops : 1, 1);
-	for (uint32_t i = 0; i < prog->ndeps; i++)
+	prog->dep_at = xreallocarray(prog->dep_at, prog->ndeps ? prog->ndeps : 1,
+				     sizeof(*prog->dep_at));
+	for (uint32_t i = 0; i < prog->ndeps; i++) {
+		const struct sim_op *d = &prog->ops[prog->deps[i]];
 		needed[prog->deps[i]] = 1;
+		prog->dep_at[i] = (struct sim_dep_at){ .pos = d->pos, .stream = d->stream };
+	}
 	prog->run_n = xreallocarray(prog->run_n, prog->nops ? prog->nops : 1, sizeof(uint32_t));
 	prog->run_ps = xreallocarray(prog->run_ps, prog->nops ? prog->nops : 1, sizeof(sim_ps));
 	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++) {
@@ -626,7 +638,7 @@ static uint32_t membership_of(struct sim *sim, uint32_t rank, uint32_t group)
 static void rank_account(struct sim *sim, struct sim_rank *r)
 {
 	sim_ps dt = sim->now - r->since;
-	if (r->s[SIM_STREAM_COMPUTE].busy)
+	if (r->busy & (1u << SIM_STREAM_COMPUTE))
 		r->st.compute_ps += dt;
 	else if (r->comm_busy)
 		r->st.exposed_comm_ps += dt;
@@ -645,7 +657,10 @@ static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream
 {
 	struct sim_stream *s = &r->s[stream];
 	rank_account(sim, r);
-	s->busy = (uint8_t)busy;
+	if (busy)
+		r->busy |= (uint16_t)(1u << stream);
+	else
+		r->busy &= (uint16_t)~(1u << stream);
 	if (stream == SIM_STREAM_COMPUTE)
 		return;
 	if (busy && moving && !s->counted)
@@ -700,8 +715,7 @@ static void stream_fire(struct sim *sim, struct sim_event *ev)
 const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream)
 {
 	const struct sim_rank *r = &sim->ranks[rank];
-	const struct sim_stream *s = &r->s[stream];
-	return &r->prog->ops[r->prog->stream_ops[stream][s->next]];
+	return &r->prog->ops[r->prog->stream_ops[stream][r->next[stream]]];
 }
 
 static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
@@ -712,12 +726,12 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	struct sim_rank *r = &sim->ranks[rank];
 	struct sim_stream *s = &r->s[stream];
 	const struct sim_program *prog = r->prog;
-	if (s->busy || s->next >= prog->stream_n[stream])
+	if ((r->busy >> stream & 1u) || r->next[stream] >= prog->stream_n[stream])
 		return;
-	const struct sim_op *op = &prog->ops[prog->stream_ops[stream][s->next]];
+	const struct sim_op *op = &prog->ops[prog->stream_ops[stream][r->next[stream]]];
 	for (uint32_t i = 0; i < op->ndeps; i++) {
-		const struct sim_op *d = &prog->ops[prog->deps[op->dep0 + i]];
-		if (r->s[d->stream].next <= d->pos)
+		const struct sim_dep_at *d = &prog->dep_at[op->dep0 + i];
+		if (r->next[d->stream] <= d->pos)
 			return;
 	}
 	stream_set_busy(sim, r, stream, 1, op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV);
@@ -725,7 +739,7 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	s->run = 1;
 	switch (op->kind) {
 	case SIM_OP_COMPUTE: {
-		uint32_t i = prog->stream_ops[stream][s->next];
+		uint32_t i = prog->stream_ops[stream][r->next[stream]];
 		s->run = prog->run_n[i];
 		sim_schedule(sim, sim->now + prog->run_ps[i], &s->ev);
 		break;
@@ -758,7 +772,7 @@ static const struct sim_op *run_record(struct sim *sim, uint32_t rank, unsigned 
 {
 	struct sim_stream *s = &sim->ranks[rank].s[stream];
 	const struct sim_program *prog = sim->ranks[rank].prog;
-	const uint32_t *list = prog->stream_ops[stream] + s->next;
+	const uint32_t *list = prog->stream_ops[stream] + sim->ranks[rank].next[stream];
 	sim_ps t = s->start;
 	for (uint32_t k = 0; k + 1 < s->run; k++) {
 		const struct sim_op *op = &prog->ops[list[k]];
@@ -777,7 +791,7 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	struct sim_stream *s = &r->s[stream];
-	BUG_ON(!s->busy);
+	BUG_ON(!(r->busy >> stream & 1u));
 	const struct sim_op *op = sim_stream_head(sim, rank, stream);
 	if (s->run > 1)
 		op = run_record(sim, rank, stream);
@@ -791,7 +805,7 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 		r->st.mark_compute_ps = r->st.compute_ps;
 		r->st.mark_exposed_ps = r->st.exposed_comm_ps;
 	}
-	s->next += s->run;
+	r->next[stream] += s->run;
 	r->left -= s->run;
 	r->end = sim->now;
 	/* The stream's next op, then, if another stream waits for this op, the
@@ -812,6 +826,9 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	BUG_ON(rank >= sim->nranks || ngroups > SIM_MAX_GROUPS);
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(r->left != 0);
+	for (unsigned i = 0; r->prog && i < r->ngroups; i++)  /* the counts back */
+		if (r->seq_slot[i] == i)
+			sim->memberships[rank][r->memb[i]].seq = r->seq[i];
 	if (!sim->memberships || sim->memberships_stale)
 		build_memberships(sim);
 	/* The runs are derived data kept with the program; computing them
@@ -824,11 +841,20 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		r->groups[i] = groups[i];
 		r->memb[i] = membership_of(sim, rank, groups[i]);
 		r->member[i] = sim->memberships[rank][r->memb[i]].member;
+		r->seq[i] = sim->memberships[rank][r->memb[i]].seq;
+		r->seq_slot[i] = (uint8_t)i;
+		for (unsigned j = 0; j < i; j++)
+			if (r->groups[j] == r->groups[i]) {
+				r->seq_slot[i] = (uint8_t)j;
+				break;
+			}
 	}
 	r->left = prog->nops;
 	r->end = sim->now;
 	r->since = sim->now;
 	r->comm_busy = 0;
+	r->busy = 0;
+	memset(r->next, 0, sizeof(r->next));
 	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
 		r->s[s] = (struct sim_stream){
 			.ev.fire = stream_fire, .rank = rank, .id = (uint8_t)s,
@@ -850,12 +876,12 @@ static int report_stuck(struct sim *sim)
 		if (!r->left)
 			continue;
 		for (unsigned s = 0; s < SIM_MAX_STREAMS; s++) {
-			if (r->s[s].next >= r->prog->stream_n[s])
+			if (r->next[s] >= r->prog->stream_n[s])
 				continue;
 			const struct sim_op *op = sim_stream_head(sim, rank, s);
 			sim_fail(sim, "deadlock: rank %u cannot finish op '%s' (%s, stream %u)%s",
 				 rank, op->name, sim_op_kind_name(op->kind), s,
-				 r->s[s].busy ? ": it waits for its peers" : ": a dependency never finished");
+				 (r->busy >> s & 1u) ? ": it waits for its peers" : ": a dependency never finished");
 			return -1;
 		}
 	}

@@ -259,6 +259,7 @@ struct sim_program {
 	uint32_t *run_n;          /* [op] ops in the run it starts, 0 inside  */
 	sim_ps *run_ps;           /* [op] the run's total duration            */
 	uint8_t *waited;          /* [op] an op of another stream waits for it */
+	struct sim_dep_at { uint32_t pos; uint32_t stream; } *dep_at; /* [dep] */
 	uint8_t sealed;
 };
 

@@ -34,6 +34,16 @@ void *xcalloc(size_t count, size_t n)
 	return p;
 }
 
+void *xcalloc_aligned(size_t count, size_t n, size_t align)
+{
+	size_t bytes = (count ? count : 1) * (n ? n : align);
+	BUG_ON(bytes / (count ? count : 1) != (n ? n : align) || bytes % align);
+	void *p = aligned_alloc(align, bytes);
+	if (!p)
+		oom(bytes);
+	return memset(p, 0, bytes);
+}
+
 void *xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);

@@ -26,6 +26,9 @@ static inline double sim_ps_to_s(sim_ps t) { return (double)t / (double)SIM_PS_P
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t count, size_t n);
+/* Zeroed memory for count elements of size n (a multiple of align, a power
+ * of two), aligned to align bytes; freed with free(). */
+void *xcalloc_aligned(size_t count, size_t n, size_t align);
 void *xrealloc(void *p, size_t n);
 /* Grow-by-doubling realloc of an array of count elements of size n. */
 void *xreallocarray(void *p, size_t count, size_t n);
