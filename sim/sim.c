@@ -374,9 +374,8 @@ void sim_program_free(struct sim_program *prog)
 	free(prog->names);
 	free(prog->ops);
 	free(prog->deps);
-	free(prog->run_n);
-	free(prog->run_ps);
-	free(prog->waited);
+	for (int s = 0; s < SIM_MAX_STREAMS; s++)
+		free(prog->hot[s]);
 	free(prog->dep_at);
 	free(prog);
 }
@@ -398,8 +397,7 @@ static void program_seal(struct sim_program *prog)
 {
 	if (prog->sealed)
 		return;
-	free(prog->waited);
-	uint8_t *needed = prog->waited = xcalloc(prog->nops ? prog->nops : 1, 1);
+	uint8_t *needed = xcalloc(prog->nops ? prog->nops : 1, 1);
 	prog->dep_at = xreallocarray(prog->dep_at, prog->ndeps ? prog->ndeps : 1,
 				     sizeof(*prog->dep_at));
 	for (uint32_t i = 0; i < prog->ndeps; i++) {
@@ -407,17 +405,26 @@ static void program_seal(struct sim_program *prog)
 		needed[prog->deps[i]] = 1;
 		prog->dep_at[i] = (struct sim_dep_at){ .pos = d->pos, .stream = d->stream };
 	}
-	prog->run_n = xreallocarray(prog->run_n, prog->nops ? prog->nops : 1, sizeof(uint32_t));
-	prog->run_ps = xreallocarray(prog->run_ps, prog->nops ? prog->nops : 1, sizeof(sim_ps));
 	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++) {
 		const uint32_t *list = prog->stream_ops[st];
-		for (uint32_t k = 0; k < prog->stream_n[st];) {
-			uint32_t first = list[k], n = 1;
-			const struct sim_op *op = &prog->ops[first];
+		uint32_t len = prog->stream_n[st];
+		struct sim_op_hot *hot = prog->hot[st] =
+			xreallocarray(prog->hot[st], len ? len : 1, sizeof(*hot));
+		for (uint32_t k = 0; k < len; k++) {
+			const struct sim_op *op = &prog->ops[list[k]];
+			hot[k] = (struct sim_op_hot){
+				.op = list[k], .dep0 = op->dep0, .ndeps = op->ndeps,
+				.kind = op->kind, .waited = needed[list[k]],
+				.run_n = 1, .run_ps = op->dur_ps,
+				.effects = op->mem_bytes != 0 || (op->flags & SIM_OP_MARK),
+			};
+		}
+		for (uint32_t k = 0; k < len;) {
+			uint32_t n = 1;
+			const struct sim_op *op = &prog->ops[list[k]];
 			sim_ps total = op->dur_ps;
 			while (op->kind == SIM_OP_COMPUTE && !needed[list[k + n - 1]] &&
-			       op->mem_bytes == 0 && !(op->flags & SIM_OP_MARK) &&
-			       k + n < prog->stream_n[st]) {
+			       op->mem_bytes == 0 && !(op->flags & SIM_OP_MARK) && k + n < len) {
 				const struct sim_op *next = &prog->ops[list[k + n]];
 				if (next->kind != SIM_OP_COMPUTE || next->ndeps)
 					break;
@@ -425,13 +432,14 @@ static void program_seal(struct sim_program *prog)
 				op = next;
 				n++;
 			}
-			prog->run_n[first] = n;
-			prog->run_ps[first] = total;
+			hot[k].run_n = n;
+			hot[k].run_ps = total;
 			for (uint32_t j = 1; j < n; j++)
-				prog->run_n[list[k + j]] = 0;
+				hot[k + j].run_n = 0;
 			k += n;
 		}
 	}
+	free(needed);
 	prog->sealed = 1;
 }
 
@@ -724,35 +732,33 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	struct sim_rank *r = &sim->ranks[rank];
-	struct sim_stream *s = &r->s[stream];
 	const struct sim_program *prog = r->prog;
 	if ((r->busy >> stream & 1u) || r->next[stream] >= prog->stream_n[stream])
 		return;
-	const struct sim_op *op = &prog->ops[prog->stream_ops[stream][r->next[stream]]];
-	for (uint32_t i = 0; i < op->ndeps; i++) {
-		const struct sim_dep_at *d = &prog->dep_at[op->dep0 + i];
+	const struct sim_op_hot *h = &prog->hot[stream][r->next[stream]];
+	for (uint32_t i = 0; i < h->ndeps; i++) {
+		const struct sim_dep_at *d = &prog->dep_at[h->dep0 + i];
 		if (r->next[d->stream] <= d->pos)
 			return;
 	}
-	stream_set_busy(sim, r, stream, 1, op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV);
+	struct sim_stream *s = &r->s[stream];
+	stream_set_busy(sim, r, stream, 1, h->kind != SIM_OP_SEND && h->kind != SIM_OP_RECV);
 	s->start = sim->now;
 	s->run = 1;
-	switch (op->kind) {
-	case SIM_OP_COMPUTE: {
-		uint32_t i = prog->stream_ops[stream][r->next[stream]];
-		s->run = prog->run_n[i];
-		sim_schedule(sim, sim->now + prog->run_ps[i], &s->ev);
+	switch (h->kind) {
+	case SIM_OP_COMPUTE:
+		s->run = h->run_n;
+		sim_schedule(sim, sim->now + h->run_ps, &s->ev);
 		break;
-	}
 	case SIM_OP_COLL:
-		sim_coll_join(sim, rank, stream, op);
+		sim_coll_join(sim, rank, stream, &prog->ops[h->op]);
 		break;
 	case SIM_OP_SEND:
 	case SIM_OP_RECV:
-		p2p_post(sim, rank, stream, op);
+		p2p_post(sim, rank, stream, &prog->ops[h->op]);
 		break;
 	default:
-		BUG("op kind %u", op->kind);
+		BUG("op kind %u", h->kind);
 	}
 }
 
@@ -765,26 +771,21 @@ static void rank_try_start(struct sim *sim, uint32_t rank)
 
 /*
  * A compute run has ended: record its ops with the times they had, one after
- * the other from the run's start, and move the stream's head to the last of
- * them. Returns the last op (the caller finishes it as any op).
+ * the other from the run's start (the last ends now).
  */
-static const struct sim_op *run_record(struct sim *sim, uint32_t rank, unsigned stream)
+static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 {
-	struct sim_stream *s = &sim->ranks[rank].s[stream];
-	const struct sim_program *prog = sim->ranks[rank].prog;
-	const uint32_t *list = prog->stream_ops[stream] + sim->ranks[rank].next[stream];
+	const struct sim_rank *r = &sim->ranks[rank];
+	const struct sim_stream *s = &r->s[stream];
+	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream]];
 	sim_ps t = s->start;
-	for (uint32_t k = 0; k + 1 < s->run; k++) {
-		const struct sim_op *op = &prog->ops[list[k]];
-		if (sim->rec)
-			sim->rec->op_done(sim->rec_ctx, rank, op, t, t + op->dur_ps);
-		t += op->dur_ps;
+	for (uint32_t k = 0; k < s->run; k++) {
+		const struct sim_op *op = &r->prog->ops[h[k].op];
+		sim_ps end = k + 1 < s->run ? t + op->dur_ps : sim->now;
+		sim->rec->op_done(sim->rec_ctx, rank, op, t, end);
+		t = end;
 	}
-	const struct sim_op *last = &prog->ops[list[s->run - 1]];
-	BUG_ON(t + last->dur_ps != sim->now);
-	if (sim->rec)
-		sim->rec->op_done(sim->rec_ctx, rank, last, t, sim->now);
-	return last;
+	BUG_ON(t != sim->now);
 }
 
 void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
@@ -792,18 +793,20 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	struct sim_rank *r = &sim->ranks[rank];
 	struct sim_stream *s = &r->s[stream];
 	BUG_ON(!(r->busy >> stream & 1u));
-	const struct sim_op *op = sim_stream_head(sim, rank, stream);
-	if (s->run > 1)
-		op = run_record(sim, rank, stream);
-	else if (sim->rec)
-		sim->rec->op_done(sim->rec_ctx, rank, op, s->start, sim->now);
+	/* The op that ends now: the stream's head, or the last of its run. */
+	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream] + s->run - 1];
+	if (sim->rec)
+		run_record(sim, rank, stream);
 	stream_set_busy(sim, r, stream, 0, 0);
-	if (op->mem_bytes != 0)
-		rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
-	if (op->flags & SIM_OP_MARK) {
-		r->st.mark_ps = sim->now;
-		r->st.mark_compute_ps = r->st.compute_ps;
-		r->st.mark_exposed_ps = r->st.exposed_comm_ps;
+	if (h->effects) {
+		const struct sim_op *op = &r->prog->ops[h->op];
+		if (op->mem_bytes != 0)
+			rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
+		if (op->flags & SIM_OP_MARK) {
+			r->st.mark_ps = sim->now;
+			r->st.mark_compute_ps = r->st.compute_ps;
+			r->st.mark_exposed_ps = r->st.exposed_comm_ps;
+		}
 	}
 	r->next[stream] += s->run;
 	r->left -= s->run;
@@ -811,7 +814,7 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	/* The stream's next op, then, if another stream waits for this op, the
 	 * other heads (a handful): it may have been their last dependency. */
 	stream_try_start(sim, rank, stream);
-	if (r->prog->waited[op - r->prog->ops])
+	if (h->waited)
 		rank_try_start(sim, rank);
 }
 
@@ -831,8 +834,8 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 			sim->memberships[rank][r->memb[i]].seq = r->seq[i];
 	if (!sim->memberships || sim->memberships_stale)
 		build_memberships(sim);
-	/* The runs are derived data kept with the program; computing them
-	 * once changes none of its ops. */
+	/* The hot arrays are derived data kept with the program; computing
+	 * them once changes none of its ops. */
 	program_seal((struct sim_program *)prog);
 	r->prog = prog;
 	r->ngroups = (uint8_t)ngroups;

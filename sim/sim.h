@@ -241,6 +241,23 @@ struct sim_op {
 };
 
 /*
+ * What the engine reads of an op at the head of a stream, in one place: a
+ * run of compute ops (run_n > 1, see sim.c) stands for run_n ops of total
+ * duration run_ps.
+ */
+struct sim_op_hot {
+	uint32_t op;         /* index into ops                                 */
+	uint32_t dep0;       /* first of ndeps entries in dep_at               */
+	uint16_t ndeps;
+	uint8_t kind;
+	uint8_t waited;      /* an op of another stream waits for it (the last
+			        of a run)                                       */
+	uint32_t run_n;      /* ops of the run it starts, 0 inside a run       */
+	uint8_t effects;     /* changes memory or carries SIM_OP_MARK          */
+	sim_ps run_ps;
+};
+
+/*
  * A program: the ops of one rank. Ranks that run the same sequence share one
  * program (pointers to it), so a program is immutable once ranks use it.
  */
@@ -255,11 +272,10 @@ struct sim_program {
 	uint32_t nnames, namecap;
 	uint8_t nstreams;         /* highest stream used + 1                 */
 	/* Derived by the engine when a rank starts (sim.c, program_seal) and
-	 * dropped by any append: the compute runs (see run_n). */
-	uint32_t *run_n;          /* [op] ops in the run it starts, 0 inside  */
-	sim_ps *run_ps;           /* [op] the run's total duration            */
-	uint8_t *waited;          /* [op] an op of another stream waits for it */
-	struct sim_dep_at { uint32_t pos; uint32_t stream; } *dep_at; /* [dep] */
+	 * dropped by any append: what the event loop reads of each op, by
+	 * stream and position, and the dependencies as (stream, position). */
+	struct sim_op_hot *hot[SIM_MAX_STREAMS];
+	struct sim_dep_at { uint32_t pos; uint32_t stream; } *dep_at;
 	uint8_t sealed;
 };
 
