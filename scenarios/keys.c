@@ -54,7 +54,7 @@ static const char *const recomputes[] = { "none", "selective", "full", NULL };
 static const char *const schedules[] = { "1f1b", "gpipe", "interleaved", NULL };
 static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
-static const char *const records[] = { "all", "sample", "none", NULL };
+static const char *const records[] = { "all", "sample", "none", "auto", NULL };
 
 #define BIG 1e9
 static const struct key keys[] = {
@@ -172,8 +172,10 @@ static const struct key keys[] = {
 	  "flow (transfers on links, contention) or analytic (closed forms)" },
 	{ "sim.steps", KT_COUNT, OFF(sim.steps), 1, 100000, "1", NULL, "training steps to simulate" },
 	{ "sim.seed", KT_SEED, OFF(sim.seed), 0, 0, "1", NULL, "seed of every random draw" },
-	{ "sim.record", KT_ENUM, OFF(sim.record), 0, 0, "all", records,
-	  "which timelines are stored: all, sample or none" },
+	{ "sim.record", KT_ENUM, OFF(sim.record), 0, 0, "auto", records,
+	  "timelines stored with --db: all; sample (every rank's summary, the timelines of one "
+	  "pipeline, one TP group and the last rank to finish); none; auto (all up to 1,024 "
+	  "GPUs, sample above)" },
 	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };

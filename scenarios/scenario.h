@@ -22,7 +22,9 @@
 #include "sim/sim.h"
 #include "topology/topo.h"
 
-enum scn_record { SCN_RECORD_ALL, SCN_RECORD_SAMPLE, SCN_RECORD_NONE };
+/* auto: all up to SCN_RECORD_ALL_MAX GPUs, sample above. */
+enum scn_record { SCN_RECORD_ALL, SCN_RECORD_SAMPLE, SCN_RECORD_NONE, SCN_RECORD_AUTO };
+#define SCN_RECORD_ALL_MAX 1024u
 
 struct scn_sim {
 	enum sim_fidelity fidelity;

@@ -8,8 +8,20 @@
  * Invariants of a run:
  *  - The runs row is inserted and committed alone, with status 'running',
  *    before any of the run's rows; a write transaction is then kept open and
- *    committed every STORE_BATCH_ROWS rows, so memory stays bounded and each
- *    row costs one step of a prepared statement, not one fsync.
+ *    committed every STORE_BATCH_ROWS rows, so memory stays bounded and no
+ *    row costs an fsync.
+ *  - Timelines are written as blocks: the recorder keeps up to
+ *    STORE_BLOCK_ROWS finished ops per rank in memory and writes a rank's
+ *    buffer, when full and at the end of the run, as consecutive rows of
+ *    `timeline` (STORE_MULTI_ROWS rows per INSERT statement) and one
+ *    `timeline_blocks` row naming the rank and the rowid range. A row is
+ *    four integers (stream, op, start, end); what an op is (kind, name,
+ *    bytes, FLOPs) is written once per run in `op_defs`; the `ops` view
+ *    joins the three, blocks first (CROSS JOIN fixes that order: left to
+ *    itself, the planner may build an automatic index over the timeline
+ *    for a query that names a rank without a run). Without a per-row index, the writer stays above 2
+ *    million rows a second (docs/performance.md), and a rank's timeline is
+ *    still found through the small block index.
  *  - The status becomes 'complete' in the same transaction as the last rows,
  *    so a reader that selects complete runs never sees a partial one.
  *  - The first failed write of a run "breaks" it: st->err keeps that first
@@ -42,12 +54,17 @@
 #define STR(x) STR_(x)
 
 /* Rows written between two commits of a run. */
-#define STORE_BATCH_ROWS 65536u
+#define STORE_BATCH_ROWS 262144u
+/* Finished ops a rank's buffer holds before it is written as a block. */
+#define STORE_BLOCK_ROWS 256u
+/* Rows per multi-row INSERT (timeline and memory). */
+#define STORE_MULTI_ROWS 64
 /* How long a writer waits for another connection's lock, in ms. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 
 static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
 			  sim_ps start, sim_ps end);
+static void store_forget(struct sim_store *st);
 static void store_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes_now);
 
 const struct sim_recorder_ops sim_store_recorder = {
@@ -76,18 +93,37 @@ static const char store_schema[] =
 	"  node INTEGER,\n"
 	"  local_gpu INTEGER,\n"
 	"  tp INTEGER, cp INTEGER, pp INTEGER, dp INTEGER, ep INTEGER,\n"
+	"  compute_ps INTEGER, exposed_comm_ps INTEGER, idle_ps INTEGER, end_ps INTEGER,\n"
+	"  peak_bytes REAL,\n"
+	"  ops_stored INTEGER,\n"
 	"  PRIMARY KEY (run_id, rank));\n"
-	"CREATE TABLE IF NOT EXISTS ops (\n"
+	"CREATE TABLE IF NOT EXISTS op_defs (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-	"  rank INTEGER NOT NULL,\n"
-	"  stream INTEGER,\n"
+	"  op INTEGER NOT NULL,\n"
 	"  kind TEXT,\n"
 	"  name TEXT,\n"
-	"  start_ps INTEGER,\n"
-	"  end_ps INTEGER,\n"
 	"  bytes REAL,\n"
-	"  flops REAL);\n"
-	"CREATE INDEX IF NOT EXISTS ops_by_rank ON ops (run_id, rank, start_ps);\n"
+	"  flops REAL,\n"
+	"  PRIMARY KEY (run_id, op)) WITHOUT ROWID;\n"
+	"CREATE TABLE IF NOT EXISTS timeline (\n"
+	"  stream INTEGER,\n"
+	"  op INTEGER,\n"
+	"  start_ps INTEGER,\n"
+	"  end_ps INTEGER);\n"
+	"CREATE TABLE IF NOT EXISTS timeline_blocks (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  rank INTEGER NOT NULL,\n"
+	"  first_row INTEGER NOT NULL,\n"
+	"  last_row INTEGER NOT NULL);\n"
+	"CREATE INDEX IF NOT EXISTS timeline_blocks_by_rank\n"
+	"  ON timeline_blocks (run_id, rank, first_row);\n"
+	"CREATE VIEW IF NOT EXISTS ops (run_id, rank, stream, kind, name, start_ps, end_ps,\n"
+	"    bytes, flops, id) AS\n"
+	"  SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps,\n"
+	"         d.bytes, d.flops, t.rowid\n"
+	"  FROM timeline_blocks b\n"
+	"  CROSS JOIN timeline t ON t.rowid BETWEEN b.first_row AND b.last_row\n"
+	"  CROSS JOIN op_defs d ON d.run_id = b.run_id AND d.op = t.op;\n"
 	"CREATE TABLE IF NOT EXISTS links (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 	"  link INTEGER NOT NULL,\n"
@@ -160,14 +196,21 @@ static const char *const store_pragmas[] = {
 enum store_stmt {
 	STMT_INSERT_RUN,
 	STMT_INSERT_RANK,
-	STMT_INSERT_OP,
+	STMT_INSERT_DEF,
+	STMT_INSERT_TL,
+	STMT_INSERT_TL_MULTI,
+	STMT_INSERT_BLOCK,
+	STMT_INSERT_MEM_MULTI,
 	STMT_INSERT_LINK,
 	STMT_INSERT_COLL,
 	STMT_INSERT_MEM,
 	STMT_INSERT_METRIC,
 	STMT_END_RUN,
 	STMT_FAIL_RUN,
-	STMT_DELETE_OPS,
+	STMT_RUN_BLOCKS,
+	STMT_DELETE_TL,
+	STMT_DELETE_BLOCKS,
+	STMT_DELETE_DEFS,
 	STMT_DELETE_RANKS,
 	STMT_DELETE_LINKS,
 	STMT_DELETE_COLLS,
@@ -187,10 +230,15 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_INSERT_RUN] = "INSERT INTO runs (created_utc, command, config, fidelity,"
 			    " status, ranks, version) VALUES (?, ?, ?, ?, 'running', ?, ?)",
 	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu, tp, cp, pp, dp,"
-			     " ep) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	[STMT_INSERT_OP] = "INSERT INTO ops (run_id, rank, stream, kind, name,"
-			   " start_ps, end_ps, bytes, flops)"
-			   " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			     " ep, compute_ps, exposed_comm_ps, idle_ps, end_ps, peak_bytes,"
+			     " ops_stored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_DEF] = "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops)"
+			    " VALUES (?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_TL] = "INSERT INTO timeline (stream, op, start_ps, end_ps) VALUES (?, ?, ?, ?)",
+	[STMT_INSERT_TL_MULTI] = NULL,  /* built by store_prepare: STORE_MULTI_ROWS rows */
+	[STMT_INSERT_BLOCK] = "INSERT INTO timeline_blocks (run_id, rank, first_row, last_row)"
+			      " VALUES (?, ?, ?, ?)",
+	[STMT_INSERT_MEM_MULTI] = NULL,  /* likewise */
 	[STMT_INSERT_LINK] = "INSERT INTO links (run_id, link, name, bw_Bps, bytes, busy_ps)"
 			     " VALUES (?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_COLL] = "INSERT INTO collective_results (run_id, op, algo, ranks,"
@@ -203,7 +251,10 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
 			 " events = ?, wall_s = ? WHERE id = ?",
 	[STMT_FAIL_RUN] = "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
-	[STMT_DELETE_OPS] = "DELETE FROM ops WHERE run_id = ?",
+	[STMT_RUN_BLOCKS] = "SELECT first_row, last_row FROM timeline_blocks WHERE run_id = ?",
+	[STMT_DELETE_TL] = "DELETE FROM timeline WHERE rowid BETWEEN ? AND ?",
+	[STMT_DELETE_BLOCKS] = "DELETE FROM timeline_blocks WHERE run_id = ?",
+	[STMT_DELETE_DEFS] = "DELETE FROM op_defs WHERE run_id = ?",
 	[STMT_DELETE_RANKS] = "DELETE FROM ranks WHERE run_id = ?",
 	[STMT_DELETE_LINKS] = "DELETE FROM links WHERE run_id = ?",
 	[STMT_DELETE_COLLS] = "DELETE FROM collective_results WHERE run_id = ?",
@@ -225,6 +276,47 @@ static const char *const store_sql[STMT_N] = {
 			     " VALUES (?, ?, ?, ?)",
 };
 
+/* A finished op waiting in its rank's buffer. */
+struct store_tl_row {
+	sim_ps start, end;
+	uint32_t def;
+	uint32_t stream;
+};
+
+struct store_rank_buf {
+	struct store_tl_row *rows;   /* STORE_BLOCK_ROWS, allocated on first use */
+	uint32_t n;                  /* rows waiting                             */
+	uint32_t stored;             /* rows written                             */
+};
+
+/* A memory change waiting for its multi-row insert. */
+struct store_mem_row {
+	sim_ps t;
+	double bytes;
+	uint32_t rank, cat;
+};
+
+/*
+ * The run's op definitions: the engine's op (a pointer into a program, alive
+ * while the run records) -> its op_defs id. Open addressing, under half full.
+ * A hit is checked against the op's fields and name, so a program freed and
+ * another allocated at the same address never borrow each other's rows.
+ */
+struct store_def {
+	const struct sim_op *op;
+	uint32_t id;
+	uint8_t kind;
+	uint32_t stream;
+	double bytes, flops;
+	char *name;
+};
+
+struct store_defs {
+	struct store_def *slot;
+	uint32_t cap, n;       /* slots, slots in use                        */
+	uint32_t next_id;      /* the next op_defs id of the run             */
+};
+
 struct sim_store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[STMT_N];
@@ -232,6 +324,11 @@ struct sim_store {
 	uint32_t pending;   /* rows written since the last commit          */
 	int broken;         /* a write of this run failed; err says which  */
 	const char *mem_names[SIM_MEM_CATS];  /* category names of memory rows */
+	struct store_rank_buf *bufs;          /* by rank                        */
+	uint32_t nbufs;
+	struct store_defs defs;
+	struct store_mem_row mem[STORE_MULTI_ROWS];
+	uint32_t nmem;
 	char err[512];
 };
 
@@ -314,15 +411,35 @@ static int store_commit_batch(struct sim_store *st)
 	return 0;
 }
 
+/* Count rows written; commit every STORE_BATCH_ROWS rows. */
+static int store_count(struct sim_store *st, uint32_t rows)
+{
+	st->pending += rows;
+	if (st->pending < STORE_BATCH_ROWS)
+		return 0;
+	return store_commit_batch(st);
+}
+
 /* Step one row insert of the run; commit every STORE_BATCH_ROWS rows. */
 static int store_row(struct sim_store *st, sqlite3_stmt *s, const char *what)
 {
 	sqlite3_bind_int64(s, 1, st->run_id);
 	if (store_step(st, s, what) < 0)
 		return store_break(st);
-	if (++st->pending < STORE_BATCH_ROWS)
-		return 0;
-	return store_commit_batch(st);
+	return store_count(st, 1);
+}
+
+/* Step an insert whose parameters are all bound again before the next
+ * step (no clearing: the multi-row statements bind hundreds). */
+static int store_step_bound(struct sim_store *st, sqlite3_stmt *s, const char *what)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE) {
+		store_db_err(st, what);
+		return store_break(st);
+	}
+	return 0;
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -388,14 +505,37 @@ static int store_schema_init(struct sim_store *st, const char *path)
 	return 0;
 }
 
-/* Prepare every statement of store_sql once. */
+/* "INSERT ... VALUES (?, ...), (?, ...), ..." with rows groups of cols. */
+static char *multi_insert_sql(const char *head, unsigned cols, unsigned rows)
+{
+	size_t len = strlen(head) + (size_t)rows * (3 * cols + 3) + 1;
+	char *sql = xmalloc(len), *p = sql;
+	p += sprintf(p, "%s", head);
+	for (unsigned r = 0; r < rows; r++) {
+		p += sprintf(p, "%s(", r ? "," : " VALUES ");
+		for (unsigned c = 0; c < cols; c++)
+			p += sprintf(p, c ? ",?" : "?");
+		p += sprintf(p, ")");
+	}
+	return sql;
+}
+
+/* Prepare every statement of store_sql once, and the multi-row inserts. */
 static int store_prepare(struct sim_store *st)
 {
+	char *multi[STMT_N] = { 0 };
+	multi[STMT_INSERT_TL_MULTI] = multi_insert_sql(
+		"INSERT INTO timeline (stream, op, start_ps, end_ps)", 4, STORE_MULTI_ROWS);
+	multi[STMT_INSERT_MEM_MULTI] = multi_insert_sql(
+		"INSERT INTO memory (run_id, rank, t_ps, category, bytes)", 5, STORE_MULTI_ROWS);
+	int rc = 0;
+	for (int i = 0; i < STMT_N && !rc; i++)
+		if (sqlite3_prepare_v3(st->db, multi[i] ? multi[i] : store_sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &st->stmt[i], NULL) != SQLITE_OK)
+			rc = store_db_err(st, "preparing statements");
 	for (int i = 0; i < STMT_N; i++)
-		if (sqlite3_prepare_v3(st->db, store_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-				       &st->stmt[i], NULL) != SQLITE_OK)
-			return store_db_err(st, "preparing statements");
-	return 0;
+		free(multi[i]);
+	return rc;
 }
 
 /* Open path (creating it and its schema if needed). NULL with err on failure. */
@@ -426,6 +566,7 @@ void sim_store_close(struct sim_store *st)
 	for (int i = 0; i < STMT_N; i++)
 		sqlite3_finalize(st->stmt[i]);
 	sqlite3_close(st->db);
+	store_forget(st);
 	free(st);
 }
 
@@ -476,29 +617,217 @@ int64_t sim_store_run_begin(struct sim_store *st, const char *command,
 	if (store_exec(st, "BEGIN", "starting a transaction") < 0)
 		return -1;
 	st->run_id = sqlite3_last_insert_rowid(st->db);
+	store_forget(st);
 	st->pending = 0;
 	st->broken = 0;
 	st->err[0] = '\0';
 	return st->run_id;
 }
 
-/* The recorder: one ops row per finished op. Errors are kept for run_end. */
+/* ---- the recorder: timelines and memory ---------------------------------- */
+
+static uint32_t def_hash(const struct sim_op *op)
+{
+	uint64_t k = (uint64_t)(uintptr_t)op;
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (uint32_t)k;
+}
+
+static int def_matches(const struct store_def *d, const struct sim_op *op)
+{
+	return d->op == op && d->kind == op->kind && d->stream == op->stream &&
+	       d->bytes == op->bytes && d->flops == op->flops &&
+	       strcmp(d->name, op->name ? op->name : "") == 0;
+}
+
+static void defs_clear(struct store_defs *m)
+{
+	for (uint32_t i = 0; i < m->cap; i++)
+		free(m->slot[i].name);
+	free(m->slot);
+	*m = (struct store_defs){ 0 };
+}
+
+/* Put d (its slot being empty) where a probe for d->op starts looking. */
+static void defs_place(struct store_defs *m, const struct store_def *d)
+{
+	uint32_t i = def_hash(d->op) & (m->cap - 1);
+	while (m->slot[i].name)
+		i = (i + 1) & (m->cap - 1);
+	m->slot[i] = *d;
+}
+
+static void defs_grow(struct store_defs *m)
+{
+	struct store_defs old = *m;
+	m->cap = old.cap ? 2 * old.cap : 1024;
+	m->slot = xcalloc(m->cap, sizeof(*m->slot));
+	for (uint32_t i = 0; i < old.cap; i++)
+		if (old.slot[i].name)
+			defs_place(m, &old.slot[i]);
+	free(old.slot);
+}
+
+/*
+ * The op_defs id of op, writing its definition on first sight; -1 after a
+ * failed write. A changed op at a known address gets a new id and replaces
+ * the old entry (the rows already written keep their definition).
+ */
+static int64_t store_def_of(struct sim_store *st, const struct sim_op *op)
+{
+	struct store_defs *m = &st->defs;
+	if (2 * (m->n + 1) > m->cap)
+		defs_grow(m);
+	uint32_t i = def_hash(op) & (m->cap - 1);
+	while (m->slot[i].name && m->slot[i].op != op)
+		i = (i + 1) & (m->cap - 1);
+	struct store_def *d = &m->slot[i];
+	if (d->name && def_matches(d, op))
+		return d->id;
+	if (!d->name)
+		m->n++;
+	free(d->name);
+	*d = (struct store_def){
+		.op = op, .id = m->next_id++, .kind = op->kind, .stream = op->stream,
+		.bytes = op->bytes, .flops = op->flops, .name = xstrdup(op->name ? op->name : ""),
+	};
+	sqlite3_stmt *q = st->stmt[STMT_INSERT_DEF];
+	sqlite3_bind_int64(q, 2, d->id);
+	bind_text(q, 3, sim_op_kind_name((enum sim_op_kind)op->kind));
+	bind_text(q, 4, d->name);
+	sqlite3_bind_double(q, 5, op->bytes);
+	sqlite3_bind_double(q, 6, op->kind == SIM_OP_COMPUTE ? op->flops : 0.0);
+	if (store_row(st, q, "recording an op definition") < 0)
+		return -1;
+	return d->id;
+}
+
+/*
+ * Write a rank's buffered ops as one block: consecutive timeline rows,
+ * STORE_MULTI_ROWS per statement and the rest one by one, then the block
+ * row with the rowid range. Rowids are consecutive because the open write
+ * transaction is the only writer and each new row gets the largest rowid
+ * plus one.
+ */
+static int store_flush_rank(struct sim_store *st, uint32_t rank)
+{
+	struct store_rank_buf *b = &st->bufs[rank];
+	if (b->n == 0)
+		return 0;
+	int64_t first = -1;
+	uint32_t i = 0;
+	for (; b->n - i >= STORE_MULTI_ROWS; i += STORE_MULTI_ROWS) {
+		sqlite3_stmt *q = st->stmt[STMT_INSERT_TL_MULTI];
+		for (int k = 0; k < STORE_MULTI_ROWS; k++) {
+			const struct store_tl_row *r = &b->rows[i + (uint32_t)k];
+			sqlite3_bind_int(q, 4 * k + 1, (int)r->stream);
+			sqlite3_bind_int64(q, 4 * k + 2, r->def);
+			sqlite3_bind_int64(q, 4 * k + 3, r->start);
+			sqlite3_bind_int64(q, 4 * k + 4, r->end);
+		}
+		if (store_step_bound(st, q, "recording a timeline") < 0)
+			return -1;
+		if (first < 0)
+			first = sqlite3_last_insert_rowid(st->db) - (STORE_MULTI_ROWS - 1);
+	}
+	for (; i < b->n; i++) {
+		sqlite3_stmt *q = st->stmt[STMT_INSERT_TL];
+		const struct store_tl_row *r = &b->rows[i];
+		sqlite3_bind_int(q, 1, (int)r->stream);
+		sqlite3_bind_int64(q, 2, r->def);
+		sqlite3_bind_int64(q, 3, r->start);
+		sqlite3_bind_int64(q, 4, r->end);
+		if (store_step_bound(st, q, "recording a timeline") < 0)
+			return -1;
+		if (first < 0)
+			first = sqlite3_last_insert_rowid(st->db);
+	}
+	sqlite3_stmt *q = st->stmt[STMT_INSERT_BLOCK];
+	sqlite3_bind_int64(q, 2, rank);
+	sqlite3_bind_int64(q, 3, first);
+	sqlite3_bind_int64(q, 4, sqlite3_last_insert_rowid(st->db));
+	uint32_t n = b->n;
+	b->stored += n;
+	b->n = 0;
+	if (store_row(st, q, "recording a timeline block") < 0)
+		return -1;
+	return store_count(st, n);
+}
+
+/* The recorder: buffer a finished op in its rank's block. Errors are kept
+ * for run_end. */
 static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
 			  sim_ps start, sim_ps end)
 {
 	struct sim_store *st = ctx;
 	if (store_check_run(st, "recording an op") < 0)
 		return;
-	sqlite3_stmt *s = st->stmt[STMT_INSERT_OP];
-	sqlite3_bind_int64(s, 2, rank);
-	sqlite3_bind_int64(s, 3, op->stream);
-	bind_text(s, 4, sim_op_kind_name((enum sim_op_kind)op->kind));
-	bind_text(s, 5, op->name);
-	sqlite3_bind_int64(s, 6, start);
-	sqlite3_bind_int64(s, 7, end);
-	sqlite3_bind_double(s, 8, op->bytes);
-	sqlite3_bind_double(s, 9, op->kind == SIM_OP_COMPUTE ? op->flops : 0.0);
-	store_row(st, s, "recording an op");
+	if (rank >= st->nbufs) {
+		uint32_t n = st->nbufs ? st->nbufs : 64;
+		while (n <= rank)
+			n *= 2;
+		st->bufs = xreallocarray(st->bufs, n, sizeof(*st->bufs));
+		memset(st->bufs + st->nbufs, 0, (n - st->nbufs) * sizeof(*st->bufs));
+		st->nbufs = n;
+	}
+	int64_t def = store_def_of(st, op);
+	if (def < 0)
+		return;
+	struct store_rank_buf *b = &st->bufs[rank];
+	if (!b->rows)
+		b->rows = xmalloc(STORE_BLOCK_ROWS * sizeof(*b->rows));
+	b->rows[b->n++] = (struct store_tl_row){
+		.start = start, .end = end, .def = (uint32_t)def, .stream = op->stream,
+	};
+	if (b->n == STORE_BLOCK_ROWS)
+		store_flush_rank(st, rank);
+}
+
+static const char *store_mem_name(const struct sim_store *st, unsigned cat, char *buf,
+				  size_t len)
+{
+	const char *name = cat < SIM_MEM_CATS ? st->mem_names[cat] : NULL;
+	if (!name) {
+		snprintf(buf, len, "cat%u", cat);
+		name = buf;
+	}
+	return name;
+}
+
+/* Write the buffered memory rows: STORE_MULTI_ROWS at once, or one by one
+ * (the end of a run). */
+static int store_flush_mem(struct sim_store *st)
+{
+	char b[STORE_MULTI_ROWS][16];
+	if (st->nmem == STORE_MULTI_ROWS) {
+		sqlite3_stmt *q = st->stmt[STMT_INSERT_MEM_MULTI];
+		for (int k = 0; k < STORE_MULTI_ROWS; k++) {
+			const struct store_mem_row *r = &st->mem[k];
+			sqlite3_bind_int64(q, 5 * k + 1, st->run_id);
+			sqlite3_bind_int64(q, 5 * k + 2, r->rank);
+			sqlite3_bind_int64(q, 5 * k + 3, r->t);
+			bind_text(q, 5 * k + 4, store_mem_name(st, r->cat, b[k], sizeof(b[k])));
+			sqlite3_bind_double(q, 5 * k + 5, r->bytes);
+		}
+		st->nmem = 0;
+		if (store_step_bound(st, q, "recording memory") < 0)
+			return -1;
+		return store_count(st, STORE_MULTI_ROWS);
+	}
+	for (uint32_t k = 0; k < st->nmem; k++) {
+		sqlite3_stmt *q = st->stmt[STMT_INSERT_MEM];
+		const struct store_mem_row *r = &st->mem[k];
+		sqlite3_bind_int64(q, 2, r->rank);
+		sqlite3_bind_int64(q, 3, r->t);
+		bind_text(q, 4, store_mem_name(st, r->cat, b[0], sizeof(b[0])));
+		sqlite3_bind_double(q, 5, r->bytes);
+		if (store_row(st, q, "recording memory") < 0)
+			return -1;
+	}
+	st->nmem = 0;
+	return 0;
 }
 
 /* The recorder: one memory row per change of a rank's category. */
@@ -507,18 +836,38 @@ static void store_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double b
 	struct sim_store *st = ctx;
 	if (store_check_run(st, "recording memory") < 0)
 		return;
-	sqlite3_stmt *s = st->stmt[STMT_INSERT_MEM];
-	char fallback[16];
-	const char *name = cat < SIM_MEM_CATS ? st->mem_names[cat] : NULL;
-	if (!name) {
-		snprintf(fallback, sizeof(fallback), "cat%u", cat);
-		name = fallback;
-	}
-	sqlite3_bind_int64(s, 2, rank);
-	sqlite3_bind_int64(s, 3, t);
-	bind_text(s, 4, name);
-	sqlite3_bind_double(s, 5, bytes_now);
-	store_row(st, s, "recording memory");
+	st->mem[st->nmem++] = (struct store_mem_row){
+		.t = t, .bytes = bytes_now, .rank = rank, .cat = cat,
+	};
+	if (st->nmem == STORE_MULTI_ROWS)
+		store_flush_mem(st);
+}
+
+/* Write every buffered row of the run (rank by rank) before it ends. */
+static int store_flush_all(struct sim_store *st)
+{
+	for (uint32_t r = 0; r < st->nbufs && !st->broken; r++)
+		store_flush_rank(st, r);
+	if (!st->broken)
+		store_flush_mem(st);
+	return st->broken ? -1 : 0;
+}
+
+/* Forget the run's buffers and definitions (a new run, or a failed one). */
+static void store_forget(struct sim_store *st)
+{
+	for (uint32_t r = 0; r < st->nbufs; r++)
+		free(st->bufs[r].rows);
+	free(st->bufs);
+	st->bufs = NULL;
+	st->nbufs = 0;
+	st->nmem = 0;
+	defs_clear(&st->defs);
+}
+
+uint32_t sim_store_ops_stored(const struct sim_store *st, uint32_t rank)
+{
+	return rank < st->nbufs ? st->bufs[rank].stored + st->bufs[rank].n : 0;
 }
 
 void sim_store_mem_names(struct sim_store *st, const char *const *names, unsigned n)
@@ -637,9 +986,9 @@ int sim_store_sweep_point(struct sim_store *st, int64_t sweep, const struct sim_
 	return store_exec(st, "COMMIT", "storing a sweep point");
 }
 
-/* One ranks row: where a rank sits. */
+/* One ranks row: where a rank sits, and where its time went. */
 int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu,
-		   const uint32_t coords[5])
+		   const uint32_t coords[5], const struct sim_store_rank_summary *sum)
 {
 	if (store_check_run(st, "sim_store_rank") < 0)
 		return -1;
@@ -652,6 +1001,14 @@ int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t 
 			sqlite3_bind_int64(s, 5 + i, coords[i]);
 		else
 			sqlite3_bind_null(s, 5 + i);
+	if (sum) {
+		sqlite3_bind_int64(s, 10, sum->compute_ps);
+		sqlite3_bind_int64(s, 11, sum->exposed_comm_ps);
+		sqlite3_bind_int64(s, 12, sum->idle_ps);
+		sqlite3_bind_int64(s, 13, sum->end_ps);
+		sqlite3_bind_double(s, 14, sum->peak_bytes);
+	}
+	sqlite3_bind_int64(s, 15, sim_store_ops_stored(st, rank));
 	return store_row(st, s, "recording a rank");
 }
 
@@ -719,7 +1076,7 @@ int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row 
 int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events,
 		      double wall_s)
 {
-	if (store_check_run(st, "sim_store_run_end") < 0)
+	if (store_check_run(st, "sim_store_run_end") < 0 || store_flush_all(st) < 0)
 		return -1;
 	sqlite3_stmt *s = st->stmt[STMT_END_RUN];
 	sqlite3_bind_int64(s, 1, sim_end_ps);
@@ -733,13 +1090,33 @@ int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events,
 	return 0;
 }
 
+/* Delete the run's timeline rows, block by block. */
+static int store_delete_timeline(struct sim_store *st)
+{
+	sqlite3_stmt *q = st->stmt[STMT_RUN_BLOCKS], *d = st->stmt[STMT_DELETE_TL];
+	sqlite3_bind_int64(q, 1, st->run_id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		sqlite3_bind_int64(d, 1, sqlite3_column_int64(q, 0));
+		sqlite3_bind_int64(d, 2, sqlite3_column_int64(q, 1));
+		if (store_step(st, d, "discarding the run's timeline") < 0)
+			break;
+	}
+	int ret = rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? -1
+					   : store_db_err(st, "discarding the run's timeline");
+	sqlite3_reset(q);
+	return ret;
+}
+
 /* Delete the run's rows from every table that holds them. */
 static int store_delete_rows(struct sim_store *st)
 {
 	static const enum store_stmt del[] = {
-		STMT_DELETE_OPS, STMT_DELETE_RANKS, STMT_DELETE_LINKS, STMT_DELETE_COLLS,
-		STMT_DELETE_MEM, STMT_DELETE_METRICS,
+		STMT_DELETE_BLOCKS, STMT_DELETE_DEFS, STMT_DELETE_RANKS, STMT_DELETE_LINKS,
+		STMT_DELETE_COLLS, STMT_DELETE_MEM, STMT_DELETE_METRICS,
 	};
+	if (store_delete_timeline(st) < 0)
+		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(del); i++) {
 		sqlite3_stmt *s = st->stmt[del[i]];
 		sqlite3_bind_int64(s, 1, st->run_id);
@@ -778,6 +1155,7 @@ int sim_store_run_fail(struct sim_store *st, const char *why)
 	if (st->run_id <= 0)
 		return store_err(st, "sim_store_run_fail: no run in progress");
 	store_rollback(st);
+	store_forget(st);
 	int ret = store_fail_txn(st, why);
 	st->run_id = 0;
 	st->broken = 0;

@@ -3,8 +3,8 @@
  * collective benchmark rows (docs/schema.md documents every table).
  *
  * A struct sim_store owns one database connection (WAL, busy timeout) and its
- * prepared statements. Rows of a run are buffered and written in large
- * transactions; a run's status is 'running' from sim_store_run_begin() and
+ * prepared statements. Rows of a run are buffered (timelines in per-rank
+ * blocks) and written in large transactions; a run's status is 'running' from sim_store_run_begin() and
  * becomes 'complete' only in sim_store_run_end(), after all its rows are
  * written, so readers that select complete runs never see a partial one.
  * sim_store_run_fail() marks it 'failed' (its rows are deleted). Memory rows
@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 2
+#define SIM_STORE_SCHEMA_VERSION 3
 
 /* Open (creating if needed) the database at path and its schema. NULL with err. */
 struct sim_store *sim_store_open(const char *path, char *err, size_t errlen);
@@ -42,10 +42,26 @@ int64_t sim_store_run_begin(struct sim_store *st, const char *command,
 /* The recorder: pass &sim_store_recorder with the store as ctx. */
 extern const struct sim_recorder_ops sim_store_recorder;
 
-/* One rank's placement and its tp, cp, pp, dp, ep coordinates (NULL: none,
- * for runs without a parallel layout). */
+/* Where a rank's time went in the run (sim_rank_stats), for its ranks row. */
+struct sim_store_rank_summary {
+	sim_ps compute_ps;       /* compute stream busy                         */
+	sim_ps exposed_comm_ps;  /* communicating while the compute stream idles */
+	sim_ps idle_ps;          /* neither, up to the end of the run           */
+	sim_ps end_ps;           /* its last op's end                           */
+	double peak_bytes;       /* peak memory                                 */
+};
+
+/*
+ * One rank's placement, its tp, cp, pp, dp, ep coordinates (NULL: none, for
+ * runs without a parallel layout) and its summary (NULL: none). The row also
+ * counts the rank's ops recorded so far (ops_stored), so call it after the
+ * simulation.
+ */
 int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu,
-		   const uint32_t coords[5]);
+		   const uint32_t coords[5], const struct sim_store_rank_summary *sum);
+
+/* Ops of a rank recorded in the run in progress (written or buffered). */
+uint32_t sim_store_ops_stored(const struct sim_store *st, uint32_t rank);
 
 /* Every link with its totals; names come from the topology. */
 int sim_store_links(struct sim_store *st, const struct sim *sim,

@@ -222,6 +222,23 @@ static char *config_json(const struct coll_job *job, int algo)
 }
 
 /* Run one algorithm's sizes, recording into st when given. */
+/* Every rank's ranks row, after the sizes have run (no parallel layout). */
+static int store_ranks(struct sim_store *st, struct sim *sim, struct topo *topo)
+{
+	for (uint32_t r = 0; r < sim_nranks(sim); r++) {
+		const struct sim_rank_stats *rs = sim_rank_stats(sim, r);
+		struct sim_store_rank_summary sum = {
+			.compute_ps = rs->compute_ps, .exposed_comm_ps = rs->exposed_comm_ps,
+			.idle_ps = sim_now(sim) - rs->compute_ps - rs->exposed_comm_ps,
+			.end_ps = sim_rank_end(sim, r), .peak_bytes = rs->mem_peak,
+		};
+		if (sim_store_rank(st, r, topo_node_of(topo, r), topo_local_of(topo, r), NULL,
+				   &sum) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 		    struct coll_bench *b, struct sim_store *st, struct coll_row *rows)
 {
@@ -236,9 +253,6 @@ static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 		if (id < 0)
 			return cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 		sim_set_recorder(sim, &sim_store_recorder, st);
-		for (uint32_t r = 0; r < job->bench.nranks; r++)
-			sim_store_rank(st, r, topo_node_of(coll_bench_topo(b), r),
-				       topo_local_of(coll_bench_topo(b), r), NULL);
 	}
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -263,7 +277,8 @@ static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (st && (sim_store_links(st, sim, topo_sim_ops(), coll_bench_topo(b)) < 0 ||
+	if (st && (store_ranks(st, sim, coll_bench_topo(b)) < 0 ||
+		   sim_store_links(st, sim, topo_sim_ops(), coll_bench_topo(b)) < 0 ||
 		   sim_store_run_end(st, sim_now(sim), sim_events(sim), wall) < 0)) {
 		cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 		sim_store_run_fail(st, sim_store_error(st));

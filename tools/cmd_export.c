@@ -45,7 +45,7 @@ static const struct {
 	const char *name, *query;
 	int per_run;
 } tables[] = {
-	{ "ops", "SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, rowid", 1 },
+	{ "ops", "SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, id", 1 },
 	{ "ranks", "SELECT * FROM ranks WHERE run_id = ?1 ORDER BY rank", 1 },
 	{ "links", "SELECT * FROM links WHERE run_id = ?1 ORDER BY link", 1 },
 	{ "collective_results",

@@ -27,22 +27,37 @@ static const struct cli_opt run_opts[] = {
 	{ "fidelity", 0, CLI_STR, "F", "sim.fidelity",
 	  "flow (transfers on links, contention) or analytic (closed forms)" },
 	{ "record", 0, CLI_STR, "MODE", "sim.record",
-	  "timelines stored with --db: all, sample (first and last rank) or none" },
+	  "timelines stored with --db: all, sample (one pipeline, one TP group, the last rank), "
+	  "none or auto (all up to 1,024 GPUs)" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print the report as one JSON object" },
 	{ 0 },
 };
 
-/* Record only some ranks (sample) into the store. */
+/*
+ * What goes into the store. Every rank gets its ranks row (placement and
+ * summary); timelines (ops and memory rows) only for the ranks kept: all of
+ * them, or for `sample` one whole pipeline (tp = cp = dp = 0), one TP group
+ * (cp = pp = dp = 0) and the rank that finished last. That rank is known only
+ * at the end: if it is not already kept, the step is simulated a second time
+ * (the same deterministic run) recording it alone.
+ */
 struct rec_filter {
 	struct sim_store *st;
 	struct par_dims dims;
-	uint32_t last;
-	int sample;
+	uint8_t *keep;            /* [rank]: its timeline is stored; NULL: all */
+	int second;               /* the second pass: only `last` is recorded */
+	uint32_t nranks, last;
+	struct rec_rank {
+		uint32_t node, local;
+		struct sim_store_rank_summary sum;
+	} *ranks;
 };
 
 static int rec_keep(const struct rec_filter *f, uint32_t rank)
 {
-	return !f->sample || rank == 0 || rank == f->last;
+	if (f->second)
+		return rank == f->last;
+	return !f->keep || f->keep[rank];
 }
 
 static void rec_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
@@ -61,21 +76,57 @@ static void rec_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double byt
 
 static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem = rec_mem };
 
-/* After the run: every rank's placement and every link's totals. */
+/* The sample: one pipeline and one TP group. */
+static uint8_t *rec_sample(const struct par_dims *d, uint32_t nranks)
+{
+	uint8_t *keep = xcalloc(nranks, 1);
+	for (uint32_t p = 0; p < d->pp; p++)
+		keep[par_rank_of(d, &(struct par_coords){ .pp = p })] = 1;
+	for (uint32_t t = 0; t < d->tp; t++)
+		keep[par_rank_of(d, &(struct par_coords){ .tp = t })] = 1;
+	return keep;
+}
+
+/*
+ * After the first run: every rank's placement and summary (written once the
+ * timelines are complete, so that ops_stored counts them), the rank that
+ * finished last (the lowest of equal ends), and every link's totals.
+ */
 static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen)
 {
 	struct rec_filter *f = ctx;
-	for (uint32_t r = 0; r < sim_nranks(sim); r++) {
-		struct par_coords c;
-		par_coords_of(&f->dims, r, &c);
-		const uint32_t coords[5] = { c.tp, c.cp, c.pp, c.dp, c.ep };
-		if (sim_store_rank(f->st, r, topo_node_of(topo, r), topo_local_of(topo, r),
-				   coords) < 0)
-			break;
+	sim_ps end = 0;
+	for (uint32_t r = 0; r < f->nranks; r++)
+		if (sim_rank_end(sim, r) > end)
+			end = sim_rank_end(sim, r), f->last = r;
+	for (uint32_t r = 0; r < f->nranks; r++) {
+		const struct sim_rank_stats *st = sim_rank_stats(sim, r);
+		f->ranks[r] = (struct rec_rank){
+			.node = topo_node_of(topo, r), .local = topo_local_of(topo, r),
+			.sum = {
+				.compute_ps = st->compute_ps, .exposed_comm_ps = st->exposed_comm_ps,
+				.idle_ps = end - st->compute_ps - st->exposed_comm_ps,
+				.end_ps = sim_rank_end(sim, r), .peak_bytes = st->mem_peak,
+			},
+		};
 	}
 	if (sim_store_links(f->st, sim, topo_sim_ops(), topo) < 0) {
 		snprintf(err, errlen, "--db: %s", sim_store_error(f->st));
 		return -1;
+	}
+	return 0;
+}
+
+/* The ranks rows, once every timeline is recorded. */
+static int rec_ranks(struct rec_filter *f)
+{
+	for (uint32_t r = 0; r < f->nranks; r++) {
+		struct par_coords c;
+		par_coords_of(&f->dims, r, &c);
+		const uint32_t coords[5] = { c.tp, c.cp, c.pp, c.dp, c.ep };
+		if (sim_store_rank(f->st, r, f->ranks[r].node, f->ranks[r].local, coords,
+				   &f->ranks[r].sum) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -264,7 +315,10 @@ static int run_run(struct cli_args *a)
 		return cli_error(a, CLI_BADINPUT, "%s: %s", s.path, err);
 	}
 	struct sim_store *st = NULL;
-	struct rec_filter filter = { .last = r.gpus - 1, .sample = s.sim.record == SCN_RECORD_SAMPLE };
+	struct rec_filter filter = { .nranks = r.gpus };
+	enum scn_record mode = s.sim.record;
+	if (mode == SCN_RECORD_AUTO)
+		mode = r.gpus <= SCN_RECORD_ALL_MAX ? SCN_RECORD_ALL : SCN_RECORD_SAMPLE;
 	if (r.memory.fits && cli_has(a, "db")) {
 		if (!(st = store_begin(a, &s, &r))) {
 			par_compute_model_free(cm);
@@ -272,16 +326,32 @@ static int run_run(struct cli_args *a)
 		}
 		filter.st = st;
 		par_dims_of(&s.parallel, r.gpus, &filter.dims);
+		filter.ranks = xcalloc(r.gpus, sizeof(*filter.ranks));
+		if (mode == SCN_RECORD_SAMPLE)
+			filter.keep = rec_sample(&filter.dims, r.gpus);
 		t.rec_ctx = &filter;
 		t.finish = rec_finish;
-		if (s.sim.record != SCN_RECORD_NONE)
+		if (mode != SCN_RECORD_NONE)
 			t.rec = &rec_filter_ops;
 	}
 	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
-		if (st)
-			sim_store_run_fail(st, err);
+	} else if (st && filter.keep && !filter.keep[filter.last]) {
+		struct par_report again;  /* the same run, recording the last rank */
+		filter.second = 1;
+		t.finish = NULL;
+		if (par_train_run(&t, &again, err, sizeof(err)) < 0)
+			rc = cli_error(a, CLI_FAIL, "%s: the second pass could not finish: %s",
+				       s.path, err);
 	}
+	if (!rc && st && r.memory.fits && rec_ranks(&filter) < 0) {
+		snprintf(err, sizeof(err), "%s", sim_store_error(st));
+		rc = cli_error(a, CLI_FAIL, "--db: %s", err);
+	}
+	if (rc && st)
+		sim_store_run_fail(st, err);
+	free(filter.keep);
+	free(filter.ranks);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (!rc && st) {

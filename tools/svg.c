@@ -793,7 +793,7 @@ static int write_rows(struct gantt *g)
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(g->db, "SELECT stream, kind, name, start_ps, end_ps FROM ops WHERE "
 			       "run_id = ?1 AND rank = ?2 AND start_ps < ?4 AND end_ps > ?3 AND "
-			       "end_ps > start_ps ORDER BY stream, start_ps, rowid",
+			       "end_ps > start_ps ORDER BY stream, start_ps, id",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_fail(g);
 	sqlite3_bind_int64(q, 1, g->run);

@@ -255,7 +255,7 @@ static int write_ops(struct trace *t, FILE *f)
 {
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(t->db, "SELECT rank, stream, kind, name, start_ps, end_ps, bytes, "
-			       "flops FROM ops " OPS_WHERE "ORDER BY rank, start_ps, rowid", -1, &q,
+			       "flops FROM ops " OPS_WHERE "ORDER BY rank, start_ps, id", -1, &q,
 			       NULL) != SQLITE_OK)
 		return db_fail(t);
 	bind_window(t, q);

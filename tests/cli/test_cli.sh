@@ -72,7 +72,7 @@ t_row=$(sqlite3 "$T/r.db" "SELECT printf('%.6f', time_s*1e6) FROM collective_res
 "$CS" export "$T/r.db" --csv "$T/ops.csv" 2>"$T/err" && ok "export --csv" || bad "export: $(cat "$T/err")"
 lines=$(wc -l < "$T/ops.csv")
 [ "$lines" = 49 ] && ok "CSV has a header and 48 rows" || bad "CSV lines: $lines"
-head -1 "$T/ops.csv" | grep -q '^run_id,rank,stream,kind,name,start_ps,end_ps,bytes,flops$' &&
+head -1 "$T/ops.csv" | grep -q '^run_id,rank,stream,kind,name,start_ps,end_ps,bytes,flops,id$' &&
 	ok "CSV header" || bad "CSV header: $(head -1 "$T/ops.csv")"
 "$CS" export "$T/r.db" --table links --run 2 --csv - | head -1 | grep -q '^run_id,link,name' &&
 	ok "export --table links" || bad "export --table links"
@@ -87,7 +87,7 @@ head -1 "$T/ops.csv" | grep -q '^run_id,rank,stream,kind,name,start_ps,end_ps,by
 for i in 1 2; do
 	"$CS" collective --op allreduce --algo ring --cluster dgx-h100 --nodes 2 -b 1MB -e 8MB \
 		--json --db "$T/d$i.db" | sed 's/"wall_s":[^}]*//' > "$T/d$i.json"
-	sqlite3 "$T/d$i.db" "SELECT rank,stream,kind,name,start_ps,end_ps,bytes FROM ops ORDER BY rowid" > "$T/d$i.ops"
+	sqlite3 "$T/d$i.db" "SELECT rank,stream,kind,name,start_ps,end_ps,bytes FROM ops ORDER BY id" > "$T/d$i.ops"
 	sqlite3 "$T/d$i.db" "SELECT link,name,bytes,busy_ps FROM links ORDER BY link" >> "$T/d$i.ops"
 done
 cmp -s "$T/d1.json" "$T/d2.json" && ok "same report twice" || bad "reports differ"

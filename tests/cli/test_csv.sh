@@ -19,11 +19,11 @@ DB=$T/r.db
 "$CS" export "$DB" --csv "$T/timeline.csv" && [ -s "$T/timeline.csv" ] &&
 	ok "export --csv" || bad "export --csv"
 check "the timeline" "$T/timeline.csv" \
-	"SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, rowid" 1
+	"SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, id" 1
 for t in ops ranks links runs memory metrics; do
 	"$CS" export "$DB" --table "$t" --csv "$T/$t.csv" || bad "export --table $t"
 done
-check "--table ops" "$T/ops.csv" "SELECT * FROM ops WHERE run_id = 1 ORDER BY rank, start_ps, rowid"
+check "--table ops" "$T/ops.csv" "SELECT * FROM ops WHERE run_id = 1 ORDER BY rank, start_ps, id"
 check "--table ranks" "$T/ranks.csv" "SELECT * FROM ranks WHERE run_id = 1 ORDER BY rank"
 check "--table links" "$T/links.csv" "SELECT * FROM links WHERE run_id = 1 ORDER BY link"
 check "--table memory" "$T/memory.csv" \

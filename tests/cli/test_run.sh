@@ -218,7 +218,27 @@ s=$(sqlite3 "$T/none.db" "SELECT status FROM runs")
 "$CS" run "$LESSON" --record sample --db "$T/sample.db" >/dev/null 2>"$T/err" ||
 	bad "--record sample: $(cat "$T/err")"
 n=$(sqlite3 "$T/sample.db" "SELECT group_concat(rank) FROM (SELECT DISTINCT rank FROM ops ORDER BY rank)")
-[ "$n" = "0,7" ] && ok "--record sample: ranks 0 and 7" || bad "--record sample: ranks $n"
+[ "$n" = "0" ] && ok "--record sample, pure DP: the timeline of rank 0 (pipeline, TP group, last)" ||
+	bad "--record sample: ranks $n"
+n=$(sqlite3 "$T/sample.db" "SELECT count(*), sum(ops_stored > 0), sum(compute_ps > 0),
+	sum(compute_ps + exposed_comm_ps + idle_ps = (SELECT max(end_ps) FROM ranks)), sum(peak_bytes > 0)
+	FROM ranks")
+[ "$n" = "8|1|8|8|8" ] && ok "--record sample: every rank's summary, busy + exposed + idle = the run" ||
+	bad "--record sample: ranks rows (count, with ops, busy, sums, peak) $n"
+# TP 8 x PP 4 x DP 2: one pipeline (0, 8, 16, 24), one TP group (0-7), and the last rank.
+"$CS" run "$SRC/scenarios/llama3-70b-tp8-pp4-zero1.yaml" --fidelity analytic --record sample \
+	--db "$T/s3d.db" >/dev/null 2>"$T/err" || bad "--record sample 3D: $(cat "$T/err")"
+n=$(sqlite3 "$T/s3d.db" "SELECT group_concat(rank) FROM (SELECT DISTINCT rank FROM ops ORDER BY rank)")
+[ "$n" = "0,1,2,3,4,5,6,7,8,16,24" ] && ok "--record sample 3D: pipeline and TP group" ||
+	bad "--record sample 3D: ranks $n"
+n=$(sqlite3 "$T/s3d.db" "SELECT ops_stored > 0 FROM ranks ORDER BY end_ps DESC, rank LIMIT 1")
+[ "$n" = 1 ] && ok "--record sample 3D: the last rank's timeline is stored" || bad "last rank not stored"
+n=$(sqlite3 "$T/s3d.db" "SELECT count(*) FROM ranks r WHERE ops_stored !=
+	(SELECT count(*) FROM ops o WHERE o.rank = r.rank)")
+[ "$n" = 0 ] && ok "ranks.ops_stored counts the ops rows" || bad "ops_stored differs for $n ranks"
+# auto (the default): all up to 1,024 GPUs.
+n=$(q "SELECT count(DISTINCT rank) FROM ops WHERE run_id = 1")
+[ "$n" = 8 ] && ok "record auto at 8 GPUs: all timelines" || bad "auto: $n ranks with timelines"
 "$CS" run "$LESSON" --db "$T/r.db" >/dev/null 2>&1
 n=$(q "SELECT count(*) FROM runs WHERE status='complete'")
 [ "$n" = 2 ] && ok "a second run appends to the database" || bad "complete runs after two: $n"
@@ -227,7 +247,7 @@ n=$(q "SELECT count(*) FROM runs WHERE status='complete'")
 
 for i in 1 2; do
 	"$CS" run "$LESSON" --json --db "$T/d$i.db" | sed 's/"wall_s":[^,}]*//' > "$T/d$i.json"
-	sqlite3 "$T/d$i.db" "SELECT rank,stream,kind,name,start_ps,end_ps,bytes,flops FROM ops ORDER BY rowid" > "$T/d$i.ops"
+	sqlite3 "$T/d$i.db" "SELECT rank,stream,kind,name,start_ps,end_ps,bytes,flops FROM ops ORDER BY id" > "$T/d$i.ops"
 	sqlite3 "$T/d$i.db" "SELECT rank,t_ps,category,bytes FROM memory ORDER BY rowid" >> "$T/d$i.ops"
 done
 cmp -s "$T/d1.json" "$T/d2.json" && [ -s "$T/d1.json" ] && ok "same report twice (but wall_s)" ||

@@ -87,7 +87,7 @@ got=$(q :memory: "SELECT printf('%.3f', sum(json_extract(value, '\$.dur')))
 	FROM json_each(readfile('$T/all.json'), '\$.traceEvents') WHERE json_extract(value, '\$.ph') = 'X'")
 same "durations in us" "$got" "$(q "$DB" "SELECT printf('%.3f', sum(end_ps - start_ps) / 1e6) $OPS")"
 first=$(q "$DB" "SELECT printf('%d.%06d', start_ps / 1000000, start_ps % 1000000) $OPS AND rank = 0
-	ORDER BY start_ps, rowid LIMIT 1 OFFSET 10")
+	ORDER BY start_ps, id LIMIT 1 OFFSET 10")
 grep -q "\"pid\":0,\"tid\":[0-9]*,\"ts\":$first," "$T/all.json" && ok "11th op of rank 0 at ts $first" ||
 	bad "no event of rank 0 at ts $first"
 
@@ -106,8 +106,12 @@ same "window: ops overlapping 100-200 ms" "$(ev "$T/win.json" "ph = 'X'")" \
 
 # Names are escaped: quotes, backslashes, control characters, invalid UTF-8.
 cp "$DB" "$T/esc.db"
-q "$T/esc.db" "INSERT INTO ops (run_id, rank, stream, kind, name, start_ps, end_ps, bytes, flops)
-	VALUES (2, 0, 12, 'send', 'q\"b\\' || char(1) || CAST(x'ff' AS TEXT) || 'é', 5, 9, NULL, 0)"
+# (ops is a view: an op is a definition, a timeline row and the block naming its rank)
+q "$T/esc.db" "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops)
+	VALUES (2, 999999, 'send', 'q\"b\\' || char(1) || CAST(x'ff' AS TEXT) || 'é', NULL, 0);
+	INSERT INTO timeline (stream, op, start_ps, end_ps) VALUES (12, 999999, 5, 9);
+	INSERT INTO timeline_blocks (run_id, rank, first_row, last_row)
+	VALUES (2, 0, last_insert_rowid(), last_insert_rowid())"
 "$CS" export "$T/esc.db" --trace "$T/esc.json" --ranks 0 2>"$T/err" && ok "export odd names" ||
 	bad "export odd names: $(cat "$T/err")"
 valid "odd names" "$T/esc.json"
@@ -119,9 +123,13 @@ grep -q '"tid":12,"name":"thread_name","args":{"name":"stream 12"}' "$T/esc.json
 
 # Over 1,000,000 events: a warning naming the count and the options, still written.
 cp "$DB" "$T/big.db"
-q "$T/big.db" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
-	INSERT INTO ops (run_id, rank, stream, kind, name, start_ps, end_ps, bytes, flops)
-	SELECT 2, 0, 5, 'send', 'filler', i * 400, i * 400 + 200, 1, 0 FROM n"
+q "$T/big.db" "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops)
+	VALUES (2, 999998, 'send', 'filler', 1, 0);
+	WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
+	INSERT INTO timeline (stream, op, start_ps, end_ps)
+	SELECT 5, 999998, i * 400, i * 400 + 200 FROM n;
+	INSERT INTO timeline_blocks (run_id, rank, first_row, last_row)
+	VALUES (2, 0, last_insert_rowid() - 999999, last_insert_rowid())"
 "$CS" export "$T/big.db" --trace "$T/big.json" 2>"$T/err"
 rc=$?
 [ $rc -eq 0 ] && [ -s "$T/big.json" ] && ok "a big trace is written" || bad "big trace: exit $rc"

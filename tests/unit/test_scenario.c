@@ -277,7 +277,7 @@ START_TEST(defaults)
 		      "efficiency %g table '%s'", s.compute.efficiency, s.compute.table);
 	NEAR(s.compute.launch_s, 1.1e-6, 1e-18);
 	ck_assert_msg(s.sim.fidelity == SIM_FIDELITY_FLOW && s.sim.steps == 1 && s.sim.seed == 1 &&
-		      s.sim.record == SCN_RECORD_ALL, "fidelity %d steps %u seed %llu record %d",
+		      s.sim.record == SCN_RECORD_AUTO, "fidelity %d steps %u seed %llu record %d",
 		      s.sim.fidelity, s.sim.steps, (unsigned long long)s.sim.seed, s.sim.record);
 	NEAR(s.sim.chunk_bytes, 524288, 0);
 	ck_assert_msg(!strcmp(s.cluster.preset, "ideal") && !strcmp(s.model.preset, "gpt3-1.3b"),

@@ -159,10 +159,13 @@ START_TEST(test_open_create)
 	ck_assert_query_str(db, "wal", "PRAGMA journal_mode");
 	ck_assert_int_eq(q_int(db, "PRAGMA foreign_keys"), 1);
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-			       " AND name IN ('runs', 'ranks', 'ops', 'links',"
-			       " 'collective_results')"), 5);
+			       " AND name IN ('runs', 'ranks', 'op_defs', 'timeline',"
+			       " 'timeline_blocks', 'links', 'collective_results', 'memory',"
+			       " 'metrics')"), 9);
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM sqlite_master"
-			       " WHERE type = 'index' AND name = 'ops_by_rank'"), 1);
+			       " WHERE type = 'view' AND name = 'ops'"), 1);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+			       " AND name = 'timeline_blocks_by_rank'"), 1);
 	ck_assert_str_eq(sim_store_error(st), "");
 	ck_assert_int_eq(sim_store_last_complete(st), -1);
 	sim_store_close(st);
@@ -257,8 +260,8 @@ START_TEST(test_run_lifecycle)
 	ck_assert_msg(utc[4] == '-' && utc[10] == 'T' && utc[19] == 'Z', "created_utc %s", utc);
 	free(utc);
 
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), 0);
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL, NULL), 0);
 	fake_op(st, 0, SIM_OP_COMPUTE, "L0.fwd.mb0", 0, 1000, 4e6, 8e9);
 	fake_op(st, 0, SIM_OP_COLL, "L0.allreduce", 1000, 3000, 1e9, 0);
 	fake_op(st, 0, SIM_OP_SEND, "pp.send", 3000, 3500, 2e6, 0);
@@ -315,17 +318,29 @@ START_TEST(test_many_ops)
 
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
 	ck_assert_int_gt(id, 0);
-	fake_ops(st, 70000);
-	/* The first batch of 65536 rows is committed; the rest are not yet. */
-	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM ops"), 65536);
+	fake_ops(st, 300000);
+	/* Ranks' buffers are written in blocks of 256 ops and committed in
+	 * batches of 262,144 rows (block rows included): the first batch is
+	 * visible, not the rest. */
+	long long seen = q_int(other, "SELECT count(*) FROM ops");
+	ck_assert_msg(seen > 250000 && seen < 300000 && seen % 256 == 0,
+		      "%lld ops visible while running", seen);
+	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM timeline_blocks"), seen / 256);
 	ck_assert_query_str(other, "running", "SELECT status FROM runs");
-	fake_ops(st, 130000);
-	ck_assert_int_eq(sim_store_run_end(st, 2000000, 200000, 1.0), 0);
+	fake_ops(st, 100000);
+	ck_assert_int_eq(sim_store_run_end(st, 2000000, 400000, 1.0), 0);
 
 	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM ops WHERE run_id = %lld",
-			       (long long)id), 200000);
+			       (long long)id), 400000);
 	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM ops WHERE run_id = %lld"
-			       " AND rank = 3", (long long)id), 25000);
+			       " AND rank = 3", (long long)id), 50000);
+	/* One definition: every op is the same "fwd". */
+	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM op_defs"), 1);
+	/* A rank's rows come back in the order it finished them: times rise,
+	 * except once, where the second 100,000 ops start over from 0. */
+	ck_assert_int_eq(q_int(other, "SELECT count(*) FROM (SELECT start_ps, lag(start_ps)"
+			       " OVER (ORDER BY id) AS prev FROM ops WHERE rank = 5)"
+			       " WHERE prev >= start_ps"), 1);
 	ck_assert_query_str(other, "complete", "SELECT status FROM runs");
 	sqlite3_close(other);
 	sim_store_close(st);
@@ -344,7 +359,7 @@ START_TEST(test_run_fail)
 
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
 	ck_assert_int_gt(id, 0);
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL, NULL), 0);
 	fake_ops(st, 70000);  /* some rows are already committed */
 	struct sim_store_coll_row row = { .op = "allreduce", .algo = "ring", .ranks = 8 };
 	ck_assert_int_eq(sim_store_coll_result(st, &row), 0);
@@ -469,16 +484,17 @@ START_TEST(test_recorder_error)
 	sqlite3 *db = sim_store_db(st);
 	/* Make the database refuse one op, as a full disk would. */
 	ck_assert_int_eq(sqlite3_exec(db,
-		"CREATE TRIGGER refuse BEFORE INSERT ON ops WHEN NEW.name = 'bad'"
+		"CREATE TRIGGER refuse BEFORE INSERT ON op_defs WHEN NEW.name = 'bad'"
 		" BEGIN SELECT RAISE(ABORT, 'injected failure'); END", NULL, NULL, NULL),
 		SQLITE_OK);
 
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
 	fake_ops(st, 10);
 	fake_op(st, 0, SIM_OP_COMPUTE, "bad", 100, 200, 0, 0);
-	fake_ops(st, 10);  /* not written: the run is broken */
-	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM ops"), 10);
-	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL), -1);
+	fake_ops(st, 10);  /* not recorded: the run is broken */
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM op_defs"), 1);
+	ck_assert_uint_eq(sim_store_ops_stored(st, 0), 2);  /* two of the first ten */
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL, NULL), -1);
 	ck_assert_int_eq(sim_store_run_end(st, 1000, 10, 0), -1);
 	ck_assert_msg(strstr(sim_store_error(st), "injected failure") != NULL,
 		      "error: %s", sim_store_error(st));
@@ -512,8 +528,8 @@ START_TEST(test_misuse)
 	ck_assert_int_eq(sim_store_run_begin(st, "run", "{}", "flow", 2), -1);
 	ck_assert_msg(strstr(sim_store_error(st), "in progress") != NULL,
 		      "error: %s", sim_store_error(st));
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), 0);
-	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL), -1);  /* the same rank twice */
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL, NULL), 0);
+	ck_assert_int_eq(sim_store_rank(st, 1, 0, 1, NULL, NULL), -1);  /* the same rank twice */
 	ck_assert_msg(strstr(sim_store_error(st), "UNIQUE") != NULL,
 		      "error: %s", sim_store_error(st));
 	ck_assert_int_eq(sim_store_run_end(st, 0, 0, 0), -1);
