@@ -117,6 +117,8 @@ static const char store_schema[] =
 	"  last_row INTEGER NOT NULL);\n"
 	"CREATE INDEX IF NOT EXISTS timeline_blocks_by_rank\n"
 	"  ON timeline_blocks (run_id, rank, first_row);\n"
+	"CREATE TRIGGER IF NOT EXISTS timeline_blocks_delete AFTER DELETE ON timeline_blocks\n"
+	"  BEGIN DELETE FROM timeline WHERE rowid BETWEEN OLD.first_row AND OLD.last_row; END;\n"
 	"CREATE VIEW IF NOT EXISTS ops (run_id, rank, stream, kind, name, start_ps, end_ps,\n"
 	"    bytes, flops, id) AS\n"
 	"  SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps,\n"
@@ -207,8 +209,6 @@ enum store_stmt {
 	STMT_INSERT_METRIC,
 	STMT_END_RUN,
 	STMT_FAIL_RUN,
-	STMT_RUN_BLOCKS,
-	STMT_DELETE_TL,
 	STMT_DELETE_BLOCKS,
 	STMT_DELETE_DEFS,
 	STMT_DELETE_RANKS,
@@ -251,8 +251,6 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
 			 " events = ?, wall_s = ? WHERE id = ?",
 	[STMT_FAIL_RUN] = "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
-	[STMT_RUN_BLOCKS] = "SELECT first_row, last_row FROM timeline_blocks WHERE run_id = ?",
-	[STMT_DELETE_TL] = "DELETE FROM timeline WHERE rowid BETWEEN ? AND ?",
 	[STMT_DELETE_BLOCKS] = "DELETE FROM timeline_blocks WHERE run_id = ?",
 	[STMT_DELETE_DEFS] = "DELETE FROM op_defs WHERE run_id = ?",
 	[STMT_DELETE_RANKS] = "DELETE FROM ranks WHERE run_id = ?",
@@ -1090,33 +1088,14 @@ int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events,
 	return 0;
 }
 
-/* Delete the run's timeline rows, block by block. */
-static int store_delete_timeline(struct sim_store *st)
-{
-	sqlite3_stmt *q = st->stmt[STMT_RUN_BLOCKS], *d = st->stmt[STMT_DELETE_TL];
-	sqlite3_bind_int64(q, 1, st->run_id);
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		sqlite3_bind_int64(d, 1, sqlite3_column_int64(q, 0));
-		sqlite3_bind_int64(d, 2, sqlite3_column_int64(q, 1));
-		if (store_step(st, d, "discarding the run's timeline") < 0)
-			break;
-	}
-	int ret = rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? -1
-					   : store_db_err(st, "discarding the run's timeline");
-	sqlite3_reset(q);
-	return ret;
-}
-
 /* Delete the run's rows from every table that holds them. */
 static int store_delete_rows(struct sim_store *st)
 {
+	/* Deleting a block deletes its timeline rows (trigger). */
 	static const enum store_stmt del[] = {
 		STMT_DELETE_BLOCKS, STMT_DELETE_DEFS, STMT_DELETE_RANKS, STMT_DELETE_LINKS,
 		STMT_DELETE_COLLS, STMT_DELETE_MEM, STMT_DELETE_METRICS,
 	};
-	if (store_delete_timeline(st) < 0)
-		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(del); i++) {
 		sqlite3_stmt *s = st->stmt[del[i]];
 		sqlite3_bind_int64(s, 1, st->run_id);

@@ -360,15 +360,19 @@ START_TEST(test_run_fail)
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
 	ck_assert_int_gt(id, 0);
 	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, NULL, NULL), 0);
-	fake_ops(st, 70000);  /* some rows are already committed */
+	fake_ops(st, 300000);  /* some rows are already committed */
+	ck_assert_int_gt(q_int(db, "SELECT count(*) FROM timeline"), 0);
 	struct sim_store_coll_row row = { .op = "allreduce", .algo = "ring", .ranks = 8 };
 	ck_assert_int_eq(sim_store_coll_result(st, &row), 0);
 	ck_assert_int_eq(sim_store_run_fail(st, "deadlock: rank 3 waits for rank 5"), 0);
 
-	const char *tables[] = { "ops", "ranks", "links", "collective_results" };
+	const char *tables[] = { "ops", "ranks", "links", "collective_results", "op_defs",
+				 "timeline_blocks" };
 	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
 		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM %s WHERE run_id = %lld",
 				       tables[i], (long long)id), 0);
+	/* The committed timeline rows went with their blocks. */
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM timeline"), 0);
 	ck_assert_query_str(db, "failed", "SELECT status FROM runs WHERE id = %lld",
 			    (long long)id);
 	ck_assert_query_str(db, "deadlock: rank 3 waits for rank 5",
@@ -407,6 +411,11 @@ START_TEST(test_second_run)
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM ops WHERE run_id = %lld",
 			       (long long)third), 5);
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM ops"), 8);
+	/* Deleting a run (foreign keys on) takes its timeline rows along. */
+	ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM runs WHERE id = 1", NULL, NULL, NULL),
+			 SQLITE_OK);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM timeline"), 5);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM op_defs WHERE run_id = 1"), 0);
 	sim_store_close(st);
 	free(path);
 	tmp_clear(&t);
