@@ -8,7 +8,9 @@
  */
 #include "tools/cli.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,14 +40,17 @@ static const struct cli_opt run_opts[] = {
  * summary); timelines (ops and memory rows) only for the ranks kept: all of
  * them, or for `sample` one whole pipeline (tp = cp = dp = 0), one TP group
  * (cp = pp = dp = 0) and the rank that finished last. That rank is known only
- * at the end: if it is not already kept, the step is simulated a second time
- * (the same deterministic run) recording it alone.
+ * at the end, so with `sample` the other ranks' records go to a temporary
+ * spill file (32 bytes each, written sequentially) and the last rank's are
+ * read back from it and recorded before the programs they point into are
+ * freed; the file is deleted when closed.
  */
 struct rec_filter {
 	struct sim_store *st;
 	struct par_dims dims;
 	uint8_t *keep;            /* [rank]: its timeline is stored; NULL: all */
-	int second;               /* the second pass: only `last` is recorded */
+	FILE *spill;              /* sample: the other ranks' records        */
+	int spill_failed;
 	uint32_t nranks, last;
 	struct rec_rank {
 		uint32_t node, local;
@@ -53,28 +58,64 @@ struct rec_filter {
 	} *ranks;
 };
 
-static int rec_keep(const struct rec_filter *f, uint32_t rank)
+/* A finished op (op != NULL) or a memory change (op == NULL) in the spill. */
+struct rec_spilled {
+	uint32_t rank, cat;
+	const struct sim_op *op;
+	sim_ps start;
+	union {
+		sim_ps end;
+		double bytes;
+	} u;
+};
+
+static void rec_spill(struct rec_filter *f, const struct rec_spilled *r)
 {
-	if (f->second)
-		return rank == f->last;
-	return !f->keep || f->keep[rank];
+	if (f->spill && fwrite(r, sizeof(*r), 1, f->spill) != 1)
+		f->spill_failed = 1;
 }
 
 static void rec_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
 {
 	struct rec_filter *f = ctx;
-	if (rec_keep(f, rank))
+	if (!f->keep || f->keep[rank])
 		sim_store_recorder.op_done(f->st, rank, op, s, e);
+	else
+		rec_spill(f, &(struct rec_spilled){ .rank = rank, .op = op, .start = s, .u.end = e });
 }
 
 static void rec_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
 {
 	struct rec_filter *f = ctx;
-	if (rec_keep(f, rank))
+	if (!f->keep || f->keep[rank])
 		sim_store_recorder.mem(f->st, rank, t, cat, bytes);
+	else
+		rec_spill(f, &(struct rec_spilled){ .rank = rank, .cat = cat, .start = t,
+						    .u.bytes = bytes });
 }
 
 static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem = rec_mem };
+
+/* Record the last rank's timeline from the spill (sample mode); 0 or -1. */
+static int rec_unspill(struct rec_filter *f, char *err, size_t errlen)
+{
+	struct rec_spilled r;
+	if (f->spill_failed || fflush(f->spill) != 0 || fseek(f->spill, 0, SEEK_SET) != 0) {
+		snprintf(err, errlen, "--db: the temporary file of the sampled timelines failed: %s",
+			 strerror(errno));
+		return -1;
+	}
+	while (fread(&r, sizeof(r), 1, f->spill) == 1) {
+		if (r.rank != f->last)
+			continue;
+		if (r.op)
+			sim_store_recorder.op_done(f->st, r.rank, r.op, r.start, r.u.end);
+		else
+			sim_store_recorder.mem(f->st, r.rank, r.start, r.cat, r.u.bytes);
+	}
+	f->keep[f->last] = 1;
+	return 0;
+}
 
 /* The sample: one pipeline and one TP group. */
 static uint8_t *rec_sample(const struct par_dims *d, uint32_t nranks)
@@ -88,9 +129,10 @@ static uint8_t *rec_sample(const struct par_dims *d, uint32_t nranks)
 }
 
 /*
- * After the first run: every rank's placement and summary (written once the
- * timelines are complete, so that ops_stored counts them), the rank that
- * finished last (the lowest of equal ends), and every link's totals.
+ * After the run, while its programs live: every rank's placement and summary
+ * (written later, once the timelines are complete, so that ops_stored counts
+ * them), the rank that finished last (the lowest of equal ends) and its
+ * timeline if it was spilled, and every link's totals.
  */
 static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen)
 {
@@ -110,6 +152,8 @@ static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, 
 			},
 		};
 	}
+	if (f->keep && !f->keep[f->last] && f->spill && rec_unspill(f, err, errlen) < 0)
+		return -1;
 	if (sim_store_links(f->st, sim, topo_sim_ops(), topo) < 0) {
 		snprintf(err, errlen, "--db: %s", sim_store_error(f->st));
 		return -1;
@@ -327,23 +371,28 @@ static int run_run(struct cli_args *a)
 		filter.st = st;
 		par_dims_of(&s.parallel, r.gpus, &filter.dims);
 		filter.ranks = xcalloc(r.gpus, sizeof(*filter.ranks));
-		if (mode == SCN_RECORD_SAMPLE)
+		if (mode == SCN_RECORD_SAMPLE) {
 			filter.keep = rec_sample(&filter.dims, r.gpus);
+			if (!(filter.spill = tmpfile())) {
+				rc = cli_error(a, CLI_FAIL, "--db: cannot create the temporary file "
+					       "of the sampled timelines: %s", strerror(errno));
+				sim_store_run_fail(st, "no temporary file");
+				sim_store_close(st);
+				free(filter.keep);
+				free(filter.ranks);
+				par_compute_model_free(cm);
+				return rc;
+			}
+		}
 		t.rec_ctx = &filter;
 		t.finish = rec_finish;
 		if (mode != SCN_RECORD_NONE)
 			t.rec = &rec_filter_ops;
 	}
-	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
+	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0)
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
-	} else if (st && filter.keep && !filter.keep[filter.last]) {
-		struct par_report again;  /* the same run, recording the last rank */
-		filter.second = 1;
-		t.finish = NULL;
-		if (par_train_run(&t, &again, err, sizeof(err)) < 0)
-			rc = cli_error(a, CLI_FAIL, "%s: the second pass could not finish: %s",
-				       s.path, err);
-	}
+	if (filter.spill)
+		fclose(filter.spill);
 	if (!rc && st && r.memory.fits && rec_ranks(&filter) < 0) {
 		snprintf(err, sizeof(err), "%s", sim_store_error(st));
 		rc = cli_error(a, CLI_FAIL, "--db: %s", err);

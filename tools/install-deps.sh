@@ -1,11 +1,12 @@
 #!/bin/sh
 # Install every build and test dependency of clustersim from Debian packages.
 # Run as root on Debian 12 (bookworm). Safe to run again. xmllint
-# (libxml2-utils) and rsvg-convert (librsvg2-bin) check the SVG charts in tests.
+# (libxml2-utils) and rsvg-convert (librsvg2-bin) check the SVG charts in tests;
+# GNU time (time) measures peak memory in bench/scale.sh.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config \
   libgsl-dev libsqlite3-dev libcsv-dev libyaml-dev check sqlite3 \
-  libxml2-utils librsvg2-bin"
+  libxml2-utils librsvg2-bin time"
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: run as root (apt-get needs it)" >&2
