@@ -15,6 +15,7 @@
  * Nothing here reads the wall clock: every figure is simulated time.
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,55 @@ START_TEST(test_zero_compute)
 }
 END_TEST
 
+/*
+ * Compute runs (sim.c): back-to-back compute ops nobody else waits for run as
+ * one event, and still record every op with its own times. A run ends at an
+ * op another stream waits for (here "b", so "x" on stream 1 starts exactly
+ * when b ends), at a memory change ("c" allocates) and at a mark ("d"):
+ * a b | c | d | e f is four events. The memory peak and the mark see the
+ * times of their own ops.
+ */
+START_TEST(test_compute_runs)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "a", 1 * US, 0, 0);
+	uint32_t b = sim_program_compute(p, 0, "b", 2 * US, 0, 0);
+	sim_program_compute(p, 0, "c", 3 * US, 0, 0);
+	sim_program_mem(p, 1, 100);
+	sim_program_compute(p, 0, "d", 4 * US, 0, 0);
+	sim_program_flags(p, SIM_OP_MARK);
+	sim_program_compute(p, 0, "e", 5 * US, 0, 0);
+	sim_program_compute(p, 0, "f", 6 * US, 0, 0);
+	sim_program_mem(p, 1, -100);
+	sim_program_compute(p, 1, "x", 1 * US, 0, 0);
+	sim_program_dep(p, b);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "a", 0, 1 * US);
+	ASSERT_RECORD(ts.rec, 0, "b", 1 * US, 3 * US);
+	ASSERT_RECORD(ts.rec, 0, "x", 3 * US, 4 * US);
+	ASSERT_RECORD(ts.rec, 0, "c", 3 * US, 6 * US);
+	ASSERT_RECORD(ts.rec, 0, "d", 6 * US, 10 * US);
+	ASSERT_RECORD(ts.rec, 0, "e", 10 * US, 15 * US);
+	ASSERT_RECORD(ts.rec, 0, "f", 15 * US, 21 * US);
+	ck_assert_uint_eq(ts.rec->n, 7);
+	/* Events: the runs a+b, c, d, e+f and x. */
+	ck_assert_msg(sim_events(ts.sim) == 5, "%llu events, expected 5",
+		      (unsigned long long)sim_events(ts.sim));
+	const struct sim_rank_stats *st = sim_rank_stats(ts.sim, 0);
+	ck_assert_msg(st->mark_ps == 10 * US && st->mark_compute_ps == 10 * US,
+		      "mark at %lld ps with %lld ps of compute", (long long)st->mark_ps,
+		      (long long)st->mark_compute_ps);
+	ck_assert_msg(st->mem_peak == 100 && st->mem_now[1] == 0, "peak %g, now %g",
+		      st->mem_peak, st->mem_now[1]);
+	ck_assert_int_eq(st->compute_ps, 21 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* ---- point-to-point ------------------------------------------------------------- */
 
 static const double chunk_sizes[] = { 64.0 * 1024, 1024.0 * 1024, SIM_DEFAULT_CHUNK_BYTES, 1e9 };
@@ -470,6 +520,100 @@ START_TEST(test_shared_link_halves)
 	want = sim_ps_from_s(alpha + n / W);
 	ASSERT_PS_NEAR(e0, want, nchunks(n, chunk), "pairs, flow 0 -> 2");
 	ASSERT_PS_NEAR(e1, want, nchunks(n, chunk), "pairs, flow 1 -> 2");
+}
+END_TEST
+
+/*
+ * Bulk reservations (sim.c): a message whose links are free sends all its
+ * chunks at once (one event), and a flow that arrives later splits it into
+ * chunks again. Here 0 -> 2 starts alone at 0; 1 -> 2 joins at 50 us on the
+ * shared receive link of rank 2. Until then the first moves at W, then the
+ * two alternate chunk by chunk at W/2 each: the first has 7.5 MB left at
+ * 50 us and ends near 50 + 2 * 7.5 MB / W = 350 us, the second has sent as
+ * much by then and ends near 350 + 2.5 MB / W = 400 us (both + alpha, within
+ * a chunk). The links' totals are exact whatever the splitting, and the
+ * second run of the same input gives the same picoseconds.
+ */
+static void late_joiner(sim_ps *e0, sim_ps *e1, uint64_t *events, double *busy_rx)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6;
+	struct tsim ts;
+	tsim_init(&ts, TT_STAR, 3, alpha, W, 0);
+	struct sim_program *s0 = sim_program_new(), *s1 = sim_program_new();
+	struct sim_program *r = sim_program_new();
+	sim_program_send(s0, 0, "send", 0, 2, n);
+	sim_program_compute(s1, 0, "wait", 50 * US, 0, 0);
+	sim_program_send(s1, 0, "send", 0, 2, n);
+	sim_program_recv(r, 0, "from0", 0, 0, n);
+	sim_program_recv(r, 1, "from1", 0, 1, n);
+	tsim_start(&ts, 0, s0);
+	tsim_start(&ts, 1, s1);
+	tsim_start(&ts, 2, r);
+	tsim_run_ok(&ts);
+	*e0 = rec_find(ts.rec, 2, "from0")->end;
+	*e1 = rec_find(ts.rec, 2, "from1")->end;
+	*events = sim_events(ts.sim);
+	*busy_rx = 0;
+	for (uint32_t l = 0; l < sim_nlinks(ts.sim); l++) {
+		struct sim_link_stats ls;
+		sim_link_stats(ts.sim, l, &ls);
+		ck_assert_msg(ls.bytes == n || ls.bytes == 2 * n, "link %u carried %.0f B", l,
+			      ls.bytes);
+		if (ls.bytes == 2 * n)
+			*busy_rx = (double)ls.busy_ps;
+	}
+	sim_program_free(s0);
+	sim_program_free(s1);
+	sim_program_free(r);
+	tsim_clear(&ts);
+}
+
+START_TEST(test_bulk_split)
+{
+	const double alpha = 10e-6, W = 50e9, n = 10e6;
+	sim_ps e0, e1, f0, f1;
+	uint64_t ev, ev2;
+	double busy, busy2;
+	late_joiner(&e0, &e1, &ev, &busy);
+	sim_ps chunk = sim_ps_from_s(SIM_DEFAULT_CHUNK_BYTES / W);
+	ASSERT_PS_NEAR(e0, sim_ps_from_s(alpha + 50e-6 + 2 * (n - 50e-6 * W) / W), chunk,
+		       "the first flow, split at 50 us");
+	/* The shared link is busy from 0 to the end: 2n / W. */
+	ASSERT_PS_NEAR(e1, sim_ps_from_s(alpha + 2 * n / W), chunk, "the late flow");
+	/* The shared link carried both messages: 2n / W of wire time. */
+	ck_assert_msg(fabs(busy - 2 * n / W * 1e12) <= 2 * nchunks(n, SIM_DEFAULT_CHUNK_BYTES),
+		      "shared link busy %.0f ps, expected %.0f", busy, 2 * n / W * 1e12);
+	/* Fewer events than chunks: the first flow's chunks before 50 us were
+	 * one bulk reservation (and the late flow's last ones one more). */
+	ck_assert_msg(ev < 2 * (uint64_t)nchunks(n, SIM_DEFAULT_CHUNK_BYTES),
+		      "%llu events for %lld chunks", (unsigned long long)ev,
+		      (long long)(2 * nchunks(n, SIM_DEFAULT_CHUNK_BYTES)));
+	late_joiner(&f0, &f1, &ev2, &busy2);
+	ck_assert_msg(e0 == f0 && e1 == f1 && ev == ev2 && busy == busy2,
+		      "second run: %lld %lld %llu, first %lld %lld %llu", (long long)f0,
+		      (long long)f1, (unsigned long long)ev2, (long long)e0, (long long)e1,
+		      (unsigned long long)ev);
+}
+END_TEST
+
+/* An uncontended message of many chunks is one event, and takes alpha + n/W. */
+START_TEST(test_bulk_alone)
+{
+	const double alpha = 10e-6, W = 50e9, n = 1e9;
+	struct tsim ts;
+	tsim_init(&ts, TT_STAR, 2, alpha, W, 0);
+	struct sim_program *s = sim_program_new(), *r = sim_program_new();
+	sim_program_send(s, 0, "send", 0, 1, n);
+	sim_program_recv(r, 0, "recv", 0, 0, n);
+	tsim_start(&ts, 0, s);
+	tsim_start(&ts, 1, r);
+	tsim_run_ok(&ts);
+	ASSERT_PS_NEAR(sim_rank_end(ts.sim, 1), sim_ps_from_s(alpha + n / W), 1, "1 GB alone");
+	ck_assert_msg(sim_events(ts.sim) <= 2, "%llu events for one message",
+		      (unsigned long long)sim_events(ts.sim));
+	sim_program_free(s);
+	sim_program_free(r);
+	tsim_clear(&ts);
 }
 END_TEST
 
@@ -959,6 +1103,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_deps_across_streams);
 	tcase_add_test(tc, test_streams_overlap);
 	tcase_add_test(tc, test_zero_compute);
+	tcase_add_test(tc, test_compute_runs);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
@@ -967,6 +1112,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_recv_before_or_after_send);
 	tcase_add_loop_test(tc, test_shared_link_halves, 0, 3);
 	tcase_add_test(tc, test_disjoint_links_full_speed);
+	tcase_add_test(tc, test_bulk_split);
+	tcase_add_test(tc, test_bulk_alone);
 	tcase_add_test(tc, test_p2p_program_order);
 	tcase_add_test(tc, test_link_names);
 	suite_add_tcase(s, tc);
