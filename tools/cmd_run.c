@@ -40,17 +40,24 @@ static const struct cli_opt run_opts[] = {
  * summary); timelines (ops and memory rows) only for the ranks kept: all of
  * them, or for `sample` one whole pipeline (tp = cp = dp = 0), one TP group
  * (cp = pp = dp = 0) and the rank that finished last. That rank is known only
- * at the end, so with `sample` the other ranks' records go to a temporary
- * spill file (32 bytes each, written sequentially) and the last rank's are
+ * at the end. In flow fidelity the other ranks' records go to a temporary
+ * spill file (32 bytes each, written in batches) and the last rank's are
  * read back from it and recorded before the programs they point into are
- * freed; the file is deleted when closed.
+ * freed; the file is deleted when closed. In analytic fidelity a spill
+ * would cost more than the simulation itself (its 2 GB at 16,384 GPUs take
+ * longer to write than the 4 s step), and the replicas of a layout end
+ * together, so that the lowest-numbered last rank is nearly always kept:
+ * when it is not, the step is simulated a second time, recording it alone.
  */
 struct rec_filter {
 	struct sim_store *st;
 	struct par_dims dims;
 	uint8_t *keep;            /* [rank]: its timeline is stored; NULL: all */
 	FILE *spill;              /* sample: the other ranks' records        */
+	struct rec_spilled *buf;  /* written to spill SPILL_BATCH at a time  */
+	size_t nbuf;
 	int spill_failed;
+	int second;               /* the second pass: only `last` is recorded */
 	uint32_t nranks, last;
 	struct rec_rank {
 		uint32_t node, local;
@@ -69,16 +76,37 @@ struct rec_spilled {
 	} u;
 };
 
+/* Records per write to the spill file (2 MiB). */
+#define SPILL_BATCH 65536
+
+static void rec_spill_flush(struct rec_filter *f)
+{
+	if (f->nbuf && fwrite(f->buf, sizeof(*f->buf), f->nbuf, f->spill) != f->nbuf)
+		f->spill_failed = 1;
+	f->nbuf = 0;
+}
+
 static void rec_spill(struct rec_filter *f, const struct rec_spilled *r)
 {
-	if (f->spill && fwrite(r, sizeof(*r), 1, f->spill) != 1)
-		f->spill_failed = 1;
+	if (!f->spill || f->second)
+		return;
+	if (!f->buf)
+		f->buf = xmalloc(SPILL_BATCH * sizeof(*f->buf));
+	f->buf[f->nbuf++] = *r;
+	if (f->nbuf == SPILL_BATCH)
+		rec_spill_flush(f);
+}
+
+/* Is the rank's timeline recorded in this pass? */
+static int rec_keep(const struct rec_filter *f, uint32_t rank)
+{
+	return f->second ? rank == f->last : !f->keep || f->keep[rank];
 }
 
 static void rec_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
 {
 	struct rec_filter *f = ctx;
-	if (!f->keep || f->keep[rank])
+	if (rec_keep(f, rank))
 		sim_store_recorder.op_done(f->st, rank, op, s, e);
 	else
 		rec_spill(f, &(struct rec_spilled){ .rank = rank, .op = op, .start = s, .u.end = e });
@@ -87,7 +115,7 @@ static void rec_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, 
 static void rec_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
 {
 	struct rec_filter *f = ctx;
-	if (!f->keep || f->keep[rank])
+	if (rec_keep(f, rank))
 		sim_store_recorder.mem(f->st, rank, t, cat, bytes);
 	else
 		rec_spill(f, &(struct rec_spilled){ .rank = rank, .cat = cat, .start = t,
@@ -99,20 +127,25 @@ static const struct sim_recorder_ops rec_filter_ops = { .op_done = rec_op, .mem 
 /* Record the last rank's timeline from the spill (sample mode); 0 or -1. */
 static int rec_unspill(struct rec_filter *f, char *err, size_t errlen)
 {
-	struct rec_spilled r;
+	rec_spill_flush(f);
 	if (f->spill_failed || fflush(f->spill) != 0 || fseek(f->spill, 0, SEEK_SET) != 0) {
 		snprintf(err, errlen, "--db: the temporary file of the sampled timelines failed: %s",
 			 strerror(errno));
 		return -1;
 	}
-	while (fread(&r, sizeof(r), 1, f->spill) == 1) {
-		if (r.rank != f->last)
-			continue;
-		if (r.op)
-			sim_store_recorder.op_done(f->st, r.rank, r.op, r.start, r.u.end);
-		else
-			sim_store_recorder.mem(f->st, r.rank, r.start, r.cat, r.u.bytes);
-	}
+	if (!f->buf)
+		f->buf = xmalloc(SPILL_BATCH * sizeof(*f->buf));
+	size_t n;
+	while ((n = fread(f->buf, sizeof(*f->buf), SPILL_BATCH, f->spill)) > 0)
+		for (size_t i = 0; i < n; i++) {
+			const struct rec_spilled *r = &f->buf[i];
+			if (r->rank != f->last)
+				continue;
+			if (r->op)
+				sim_store_recorder.op_done(f->st, r->rank, r->op, r->start, r->u.end);
+			else
+				sim_store_recorder.mem(f->st, r->rank, r->start, r->cat, r->u.bytes);
+		}
 	f->keep[f->last] = 1;
 	return 0;
 }
@@ -371,8 +404,9 @@ static int run_run(struct cli_args *a)
 		filter.st = st;
 		par_dims_of(&s.parallel, r.gpus, &filter.dims);
 		filter.ranks = xcalloc(r.gpus, sizeof(*filter.ranks));
-		if (mode == SCN_RECORD_SAMPLE) {
+		if (mode == SCN_RECORD_SAMPLE)
 			filter.keep = rec_sample(&filter.dims, r.gpus);
+		if (mode == SCN_RECORD_SAMPLE && s.sim.fidelity == SIM_FIDELITY_FLOW) {
 			if (!(filter.spill = tmpfile())) {
 				rc = cli_error(a, CLI_FAIL, "--db: cannot create the temporary file "
 					       "of the sampled timelines: %s", strerror(errno));
@@ -389,10 +423,19 @@ static int run_run(struct cli_args *a)
 		if (mode != SCN_RECORD_NONE)
 			t.rec = &rec_filter_ops;
 	}
-	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0)
+	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
+	} else if (st && filter.keep && !filter.keep[filter.last]) {
+		struct par_report again;  /* the same run, recording the last rank */
+		filter.second = 1;
+		t.finish = NULL;
+		if (par_train_run(&t, &again, err, sizeof(err)) < 0)
+			rc = cli_error(a, CLI_FAIL, "%s: the second pass could not finish: %s",
+				       s.path, err);
+	}
 	if (filter.spill)
 		fclose(filter.spill);
+	free(filter.buf);
 	if (!rc && st && r.memory.fits && rec_ranks(&filter) < 0) {
 		snprintf(err, sizeof(err), "%s", sim_store_error(st));
 		rc = cli_error(a, CLI_FAIL, "--db: %s", err);
