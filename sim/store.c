@@ -184,8 +184,8 @@ static const char store_schema[] =
  * Connection settings. WAL lets readers (export, a second `report`) work
  * while a run is written; synchronous NORMAL syncs only at checkpoints, which
  * is safe in WAL mode (a power cut may lose the last commits, never corrupt).
- * The 16 MiB page cache keeps the ops_by_rank index, which ops from many
- * ranks hit all over, from spilling to disk inside a batch (~35% faster).
+ * The 16 MiB page cache holds the B-tree pages a batch touches (the
+ * timeline's last pages, the block index, the op definitions).
  */
 static const char *const store_pragmas[] = {
 	"PRAGMA journal_mode = WAL",

@@ -6,8 +6,9 @@
  * the threads, and their counts give the number of events before anything
  * is written, so that the caller can warn about a trace too big to view.
  * The second (trace_write) reads the chosen ranks' ops in (rank, start)
- * order through the index ops_by_rank and writes one event per op as it
- * reads it: a trace of millions of ops costs reading them, not holding them.
+ * order (their timeline blocks found through timeline_blocks_by_rank, each
+ * rank's ops sorted by SQLite) and writes one event per op as it reads it:
+ * a trace of millions of ops costs reading them, not holding them.
  *
  * Times are picoseconds in the database and microseconds in the trace,
  * written as whole microseconds and six decimals with integer arithmetic:
