@@ -566,14 +566,7 @@ static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
 	struct sim_group *g = &sim->groups[group];
 	BUG_ON(seq < g->base_seq);
 	uint32_t i = seq - g->base_seq;
-	if (i >= g->livecap) {
-		uint32_t cap = g->livecap ? g->livecap : 4;
-		while (cap <= i)
-			cap *= 2;
-		g->live = xreallocarray(g->live, cap, sizeof(*g->live));
-		memset(g->live + g->livecap, 0, (cap - g->livecap) * sizeof(*g->live));
-		g->livecap = cap;
-	}
+	g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
 	if (i >= g->nlive)
 		g->nlive = i + 1;
 	if (!g->live[i])

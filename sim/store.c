@@ -762,14 +762,7 @@ static void store_op_done(void *ctx, uint32_t rank, const struct sim_op *op,
 	struct sim_store *st = ctx;
 	if (store_check_run(st, "recording an op") < 0)
 		return;
-	if (rank >= st->nbufs) {
-		uint32_t n = st->nbufs ? st->nbufs : 64;
-		while (n <= rank)
-			n *= 2;
-		st->bufs = xreallocarray(st->bufs, n, sizeof(*st->bufs));
-		memset(st->bufs + st->nbufs, 0, (n - st->nbufs) * sizeof(*st->bufs));
-		st->nbufs = n;
-	}
+	st->bufs = xgrow_zeroed(st->bufs, &st->nbufs, rank, sizeof(*st->bufs), 64);
 	int64_t def = store_def_of(st, op);
 	if (def < 0)
 		return;

@@ -44,6 +44,19 @@ void *xcalloc_aligned(size_t count, size_t n, size_t align)
 	return memset(p, 0, bytes);
 }
 
+void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first)
+{
+	if (i < *cap)
+		return p;
+	uint32_t c = *cap ? *cap : first;
+	while (c <= i)
+		c *= 2;
+	p = xreallocarray(p, c, n);
+	memset((char *)p + (size_t)*cap * n, 0, (size_t)(c - *cap) * n);
+	*cap = c;
+	return p;
+}
+
 void *xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);

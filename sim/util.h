@@ -32,6 +32,9 @@ void *xcalloc_aligned(size_t count, size_t n, size_t align);
 void *xrealloc(void *p, size_t n);
 /* Grow-by-doubling realloc of an array of count elements of size n. */
 void *xreallocarray(void *p, size_t count, size_t n);
+/* Grow the array p of *cap elements of size n (doubling from first) until
+ * index i fits; new elements are zeroed. Returns the array. */
+void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first);
 char *xstrdup(const char *s);
 /* snprintf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
