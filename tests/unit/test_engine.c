@@ -482,7 +482,21 @@ END_TEST
  * chunk's wire time of alpha + 2n/W. On the pairs topology they share nothing.
  * Rank 2 receives on two streams, so neither receive waits for the other.
  */
+static void two_into_one_late(enum tt_kind kind, double chunk, sim_ps late, sim_ps *end0,
+			      sim_ps *end1, uint64_t *events, double *busy_shared);
+
 static void two_into_one(enum tt_kind kind, double chunk, sim_ps *end0, sim_ps *end1)
+{
+	two_into_one_late(kind, chunk, 0, end0, end1, NULL, NULL);
+}
+
+/*
+ * The same, rank 1 sending `late` after rank 0 (a compute op first), and
+ * reporting the events and the busy time of the link that carried both
+ * messages (0 if none did). Every link carries one message or both.
+ */
+static void two_into_one_late(enum tt_kind kind, double chunk, sim_ps late, sim_ps *end0,
+			      sim_ps *end1, uint64_t *events, double *busy_shared)
 {
 	const double alpha = 10e-6, W = 50e9, n = 10e6;
 	struct tsim ts;
@@ -490,6 +504,8 @@ static void two_into_one(enum tt_kind kind, double chunk, sim_ps *end0, sim_ps *
 	struct sim_program *s0 = sim_program_new(), *s1 = sim_program_new();
 	struct sim_program *r = sim_program_new();
 	sim_program_send(s0, 0, "send", 0, 2, n);
+	if (late > 0)
+		sim_program_compute(s1, 0, "wait", late, 0, 0);
 	sim_program_send(s1, 0, "send", 0, 2, n);
 	sim_program_recv(r, 0, "from0", 0, 0, n);
 	sim_program_recv(r, 1, "from1", 0, 1, n);
@@ -501,6 +517,15 @@ static void two_into_one(enum tt_kind kind, double chunk, sim_ps *end0, sim_ps *
 	*end1 = rec_find(ts.rec, 2, "from1")->end;
 	ck_assert_int_eq(rec_find(ts.rec, 0, "send")->end, *end0);
 	ck_assert_int_eq(rec_find(ts.rec, 1, "send")->end, *end1);
+	if (events)
+		*events = sim_events(ts.sim);
+	for (uint32_t l = 0; busy_shared && l < sim_nlinks(ts.sim); l++) {
+		struct sim_link_stats ls;
+		sim_link_stats(ts.sim, l, &ls);
+		ck_assert_msg(ls.bytes == n || ls.bytes == 2 * n, "link %u carried %.0f B", l,
+			      ls.bytes);
+		*busy_shared = ls.bytes == 2 * n ? (double)ls.busy_ps : *busy_shared;
+	}
 	sim_program_free(s0);
 	sim_program_free(s1);
 	sim_program_free(r);
@@ -538,47 +563,13 @@ END_TEST
  * a chunk). The links' totals are exact whatever the splitting, and the
  * second run of the same input gives the same picoseconds.
  */
-static void late_joiner(sim_ps *e0, sim_ps *e1, uint64_t *events, double *busy_rx)
-{
-	const double alpha = 10e-6, W = 50e9, n = 10e6;
-	struct tsim ts;
-	tsim_init(&ts, TT_STAR, 3, alpha, W, 0);
-	struct sim_program *s0 = sim_program_new(), *s1 = sim_program_new();
-	struct sim_program *r = sim_program_new();
-	sim_program_send(s0, 0, "send", 0, 2, n);
-	sim_program_compute(s1, 0, "wait", 50 * US, 0, 0);
-	sim_program_send(s1, 0, "send", 0, 2, n);
-	sim_program_recv(r, 0, "from0", 0, 0, n);
-	sim_program_recv(r, 1, "from1", 0, 1, n);
-	tsim_start(&ts, 0, s0);
-	tsim_start(&ts, 1, s1);
-	tsim_start(&ts, 2, r);
-	tsim_run_ok(&ts);
-	*e0 = rec_find(ts.rec, 2, "from0")->end;
-	*e1 = rec_find(ts.rec, 2, "from1")->end;
-	*events = sim_events(ts.sim);
-	*busy_rx = 0;
-	for (uint32_t l = 0; l < sim_nlinks(ts.sim); l++) {
-		struct sim_link_stats ls;
-		sim_link_stats(ts.sim, l, &ls);
-		ck_assert_msg(ls.bytes == n || ls.bytes == 2 * n, "link %u carried %.0f B", l,
-			      ls.bytes);
-		if (ls.bytes == 2 * n)
-			*busy_rx = (double)ls.busy_ps;
-	}
-	sim_program_free(s0);
-	sim_program_free(s1);
-	sim_program_free(r);
-	tsim_clear(&ts);
-}
-
 START_TEST(test_bulk_split)
 {
 	const double alpha = 10e-6, W = 50e9, n = 10e6;
 	sim_ps e0, e1, f0, f1;
 	uint64_t ev, ev2;
-	double busy, busy2;
-	late_joiner(&e0, &e1, &ev, &busy);
+	double busy = 0, busy2 = 0;
+	two_into_one_late(TT_STAR, 0, 50 * US, &e0, &e1, &ev, &busy);
 	sim_ps chunk = sim_ps_from_s(SIM_DEFAULT_CHUNK_BYTES / W);
 	ASSERT_PS_NEAR(e0, sim_ps_from_s(alpha + 50e-6 + 2 * (n - 50e-6 * W) / W), chunk,
 		       "the first flow, split at 50 us");
@@ -592,7 +583,7 @@ START_TEST(test_bulk_split)
 	ck_assert_msg(ev < 2 * (uint64_t)nchunks(n, SIM_DEFAULT_CHUNK_BYTES),
 		      "%llu events for %lld chunks", (unsigned long long)ev,
 		      (long long)(2 * nchunks(n, SIM_DEFAULT_CHUNK_BYTES)));
-	late_joiner(&f0, &f1, &ev2, &busy2);
+	two_into_one_late(TT_STAR, 0, 50 * US, &f0, &f1, &ev2, &busy2);
 	ck_assert_msg(e0 == f0 && e1 == f1 && ev == ev2 && busy == busy2,
 		      "second run: %lld %lld %llu, first %lld %lld %llu", (long long)f0,
 		      (long long)f1, (unsigned long long)ev2, (long long)e0, (long long)e1,
