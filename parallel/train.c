@@ -765,6 +765,10 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 		return sim_errf(err, errlen, "model.moe: mixture-of-experts layers are simulated "
 				"with DDP or ZeRO-1 (Megatron's distributed optimizer), not with %s",
 				l->fsdp.enabled ? "FSDP" : l->zero == 2 ? "ZeRO-2" : "ZeRO-3");
+	if (t->symmetry_dp && t->model->moe.experts)
+		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
+				"behave alike, and a mixture of experts routes each replica's tokens "
+				"differently (expert groups span replicas); use sim.symmetry none");
 	if (l->ep > 1 && !t->model->moe.experts)
 		return sim_errf(err, errlen, "parallel.ep: expert parallelism needs an MoE model "
 				"(model.moe.experts)");
@@ -1113,6 +1117,11 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 		for (uint32_t r = 0; r < n; r++) {
 			struct par_coords c;
 			par_coords_of(d, r, &c);
+			if (t->symmetry_dp && c.dp != 0) {  /* replica 0 stands for it */
+				if (s == 0)
+					sim_rank_absent(sim, r);
+				continue;
+			}
 			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
 			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
 			sim_rank_start(sim, r, progs[c.pp * d->cp + c.cp], slots + (size_t)r * NSLOTS,

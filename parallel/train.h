@@ -39,6 +39,8 @@ struct par_train {
 	const struct topo_config *cluster;
 	struct sim_config sim;            /* fidelity, chunk, algorithms     */
 	uint32_t steps;                   /* steps to simulate (>= 1)        */
+	bool symmetry_dp;                 /* simulate data-parallel replica 0
+					   * only (sim_rank_absent the rest) */
 	uint64_t seed;                    /* random draws (MoE routing)      */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;

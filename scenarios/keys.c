@@ -55,6 +55,7 @@ static const char *const schedules[] = { "1f1b", "gpipe", "interleaved", NULL };
 static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
 static const char *const records[] = { "all", "sample", "none", "auto", NULL };
+static const char *const symmetries[] = { "none", "dp", NULL };
 
 #define BIG 1e9
 static const struct key keys[] = {
@@ -176,6 +177,9 @@ static const struct key keys[] = {
 	  "timelines stored with --db: all; sample (every rank's summary, the timelines of one "
 	  "pipeline, one TP group and the last rank to finish); none; auto (all up to 1,024 "
 	  "GPUs, sample above)" },
+	{ "sim.symmetry", KT_ENUM, OFF(sim.symmetry), 0, 0, "none", symmetries,
+	  "none: every rank simulated (exact); dp: one data-parallel replica stands for all "
+	  "(collectives across replicas costed in closed form; not with MoE)" },
 	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };

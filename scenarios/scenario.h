@@ -32,6 +32,7 @@ struct scn_sim {
 	uint64_t seed;
 	enum scn_record record;
 	double chunk_bytes;
+	uint32_t symmetry;    /* 0: none; 1: dp (one data-parallel replica) */
 };
 
 struct scn {

@@ -10,7 +10,9 @@
  * nothing to do passes at once. A member is done when all its channels are.
  *
  * Analytic: one event per collective, at the last member's arrival plus the
- * algorithm's closed form on the links the collective crosses.
+ * algorithm's closed form on the links the collective crosses. A group with
+ * absent members (symmetry collapse) is costed so in either fidelity, and its
+ * collectives end when the present members have joined.
  *
  * Instances of one group are found by sequence number: each rank counts the
  * collectives it joined on each group slot, so the n-th collective of every
@@ -406,6 +408,14 @@ static const struct sim_coll_algo *coll_resolve(struct sim *sim, uint32_t group,
 	return best;
 }
 
+/* Is a collective on this group costed in closed form: analytic fidelity, or
+ * a group with absent members (symmetry collapse, sim_rank_absent)? */
+static int coll_closed_form(struct sim *sim, uint32_t group)
+{
+	return sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC ||
+	       sim_group_present(sim, group) < sim->groups[group].n;
+}
+
 /*
  * The resolved collective for an op, from the group's choices or resolved
  * and remembered (a training step repeats a handful of collectives per
@@ -430,7 +440,7 @@ static const struct coll_choice *coll_choose(struct sim *sim, uint32_t group,
 			      err, errlen);
 	if (!c.algo)
 		return NULL;
-	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC)
+	if (coll_closed_form(sim, group))
 		c.time_s = plan_time_s(sim, group, c.algo, &c.plan, op->channels);
 	struct coll_choice *slot = &g->choice[g->choice_next];
 	g->choice_next = (uint8_t)((g->choice_next + 1) % COLL_CHOICES);
@@ -462,6 +472,9 @@ double sim_coll_time_s(struct sim *sim, uint32_t group, const struct sim_coll_al
 /* ---- instances -------------------------------------------------------------- */
 
 enum { CM_SEND_DONE = 1, CM_RECV_DONE = 2, CM_SEND_WAIT = 4 };
+
+/* coll_inst.stream of a member that has not joined (absent ones never do). */
+#define COLL_ABSENT 0xffu
 
 struct coll_member {
 	int32_t step;     /* -1 before joining, nsteps when done */
@@ -534,12 +547,13 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 	in->op = op;
 	in->channels_asked = op->channels;
 	in->chan_left = xmalloc(g->n * sizeof(uint16_t));
-	in->stream = xcalloc(g->n, 1);
+	in->stream = xmalloc(g->n);
+	memset(in->stream, COLL_ABSENT, g->n);  /* until the member joins */
 	for (uint32_t i = 0; i < g->n; i++)
 		in->chan_left[i] = (uint16_t)c;
 	in->plan = xmalloc(sizeof(plan));
 	*in->plan = plan;
-	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC)
+	if (coll_closed_form(sim, group))
 		return in;
 	size_t n = (size_t)c * g->n;
 	in->plan = xreallocarray(in->plan, c, sizeof(plan));
@@ -579,7 +593,7 @@ static void group_retire(struct sim *sim, uint32_t group)
 {
 	struct sim_group *g = &sim->groups[group];
 	uint32_t k = 0;
-	while (k < g->nlive && g->live[k] && g->live[k]->finished == g->n) {
+	while (k < g->nlive && g->live[k] && g->live[k]->finished == sim_group_present(sim, group)) {
 		inst_free(g->live[k]);
 		k++;
 	}
@@ -614,9 +628,10 @@ static void analytic_fire(struct sim *sim, struct sim_event *ev)
 		if (i + AHEAD < n) {
 			const struct sim_rank *r = &sim->ranks[ranks[i + AHEAD]];
 			__builtin_prefetch(r);
-			__builtin_prefetch(&r->s[in->stream[i + AHEAD]]);
+			__builtin_prefetch(&r->s[in->stream[i + AHEAD] % SIM_MAX_STREAMS]);
 		}
-		member_finish(sim, in, i, 0);
+		if (in->stream[i] != COLL_ABSENT)
+			member_finish(sim, in, i, 0);
 	}
 	group_retire(sim, group);
 }
@@ -722,8 +737,8 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 	}
 	in->stream[member] = (uint8_t)stream;
 	in->joined++;
-	if (sim->cfg.fidelity == SIM_FIDELITY_ANALYTIC) {
-		if (in->joined == g->n) {
+	if (coll_closed_form(sim, group)) {
+		if (in->joined == sim_group_present(sim, group)) {
 			sim_schedule(sim, sim->now + sim_ps_from_s(in->time_s), &in->ev);
 		}
 		return;

@@ -112,6 +112,8 @@ struct sim_group {
 	uint32_t *by_node;      /* members sorted by node, stable          */
 	uint32_t *node_first;   /* nodes+1 offsets into by_node             */
 	uint32_t nodes, per_node;
+	uint32_t npresent;            /* members not absent, counted at:  */
+	uint32_t npresent_gen;        /* sim.absent_gen + 1 (0: never)    */
 	struct sim_coll_links basic;  /* ring-neighbour routes, once      */
 	uint8_t basic_done;
 	uint8_t choice_next;
@@ -164,6 +166,8 @@ struct sim {
 
 	char *err;                   /* first fatal error of the run        */
 	uint64_t fire_seq;           /* heap sequence of the event firing   */
+	uint8_t *absent;             /* [rank], NULL while none is          */
+	uint32_t absent_gen;         /* changes of `absent` so far          */
 };
 
 /* sim.c */
@@ -177,6 +181,9 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream);
 /* Finish it at the current time through an event (no recursion). */
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream);
 const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream);
+
+/* Members of a group that are not absent (sim_rank_absent), counted once. */
+uint32_t sim_group_present(struct sim *sim, uint32_t group);
 
 /* coll.c */
 void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);

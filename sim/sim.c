@@ -86,6 +86,7 @@ void sim_free(struct sim *sim)
 	free(sim->links);
 	free(sim->ranks);
 	free(sim->scratch);
+	free(sim->absent);
 	free(sim->err);
 	sim_heap_clear(&sim->heap);
 	free(sim);
@@ -864,6 +865,33 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		};
 	BUG_ON(prog->nstreams > SIM_MAX_STREAMS);
 	rank_try_start(sim, rank);
+}
+
+void sim_rank_absent(struct sim *sim, uint32_t rank)
+{
+	BUG_ON(rank >= sim->nranks || sim->ranks[rank].prog);
+	if (!sim->absent)
+		sim->absent = xcalloc(sim->nranks, 1);
+	sim->absent[rank] = 1;
+	sim->absent_gen++;  /* the groups count again */
+}
+
+int sim_rank_present(const struct sim *sim, uint32_t rank)
+{
+	return !sim->absent || !sim->absent[rank];
+}
+
+/* O(members) the first time after a change of the absent ranks. */
+uint32_t sim_group_present(struct sim *sim, uint32_t group)
+{
+	struct sim_group *g = &sim->groups[group];
+	if (g->npresent_gen != sim->absent_gen + 1) {
+		g->npresent = 0;
+		for (uint32_t i = 0; i < g->n; i++)
+			g->npresent += sim_rank_present(sim, g->ranks[i]);
+		g->npresent_gen = sim->absent_gen + 1;
+	}
+	return g->npresent;
 }
 
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank)

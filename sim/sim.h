@@ -352,6 +352,17 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 /* When the rank's last op finished. */
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
 
+/*
+ * Symmetry collapse: mark a rank absent before the run. An absent rank runs
+ * nothing; it stands for a present rank that would behave the same (a
+ * data-parallel replica). A collective on a group with absent members ends
+ * when its present members have joined, after its closed form for the whole
+ * group (analytic costing, in either fidelity: its traffic is not simulated
+ * on the links). Point-to-point messages to an absent rank never arrive.
+ */
+void sim_rank_absent(struct sim *sim, uint32_t rank);
+int sim_rank_present(const struct sim *sim, uint32_t rank);
+
 /* Memory a rank holds from the start (weights, optimizer state, ...). */
 void sim_rank_mem_add(struct sim *sim, uint32_t rank, unsigned cat, double bytes);
 

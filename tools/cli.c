@@ -354,5 +354,6 @@ void cli_train_of(struct par_train *t, const struct scn *s, const struct par_com
 	sim_config_init(&t->sim);
 	t->sim.fidelity = s->sim.fidelity;
 	t->sim.chunk_bytes = s->sim.chunk_bytes;
+	t->symmetry_dp = s->sim.symmetry == 1;
 	t->sim.algos = coll_algos;
 }

@@ -161,15 +161,17 @@ static const char *strategy(struct report *r)
 
 static void text_model(struct report *r)
 {
-	char preset[64], gpu[64], cluster[64], fid[16];
+	char preset[64], gpu[64], cluster[64], fid[16], sym[16];
 	cfg_str(r, "model.preset", preset, sizeof(preset));
 	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", preset,
 	       preset[0] ? ": " : "", metric(r, "params") / 1e9, cfg_u(r, "model.layers"),
 	       cfg_u(r, "model.hidden"));
-	printf("  cluster     %u x %s (%s), %s fidelity\n", metric_u(r, "gpus"),
+	printf("  cluster     %u x %s (%s), %s fidelity%s\n", metric_u(r, "gpus"),
 	       cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
 	       cfg_str(r, "cluster.preset", cluster, sizeof(cluster)),
-	       cfg_str(r, "sim.fidelity", fid, sizeof(fid)));
+	       cfg_str(r, "sim.fidelity", fid, sizeof(fid)),
+	       strcmp(cfg_str(r, "sim.symmetry", sym, sizeof(sym)), "dp") ? ""
+	       : ", data-parallel replica 0 simulated for all (sim.symmetry dp)");
 	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
 	       "tokens per replica\n", metric_u(r, "dp"), strategy(r), cfg_u(r, "parallel.tp"),
 	       cfg_u(r, "parallel.pp"), cfg_u(r, "parallel.cp"), metric_u(r, "micro_batches"),

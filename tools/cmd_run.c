@@ -61,6 +61,7 @@ struct rec_filter {
 	uint32_t nranks, last;
 	struct rec_rank {
 		uint32_t node, local;
+		int present;          /* simulated (not absent: sim.symmetry) */
 		struct sim_store_rank_summary sum;
 	} *ranks;
 };
@@ -176,7 +177,14 @@ static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, 
 			end = sim_rank_end(sim, r), f->last = r;
 	for (uint32_t r = 0; r < f->nranks; r++) {
 		const struct sim_rank_stats *st = sim_rank_stats(sim, r);
+		f->ranks[r].present = sim_rank_present(sim, r);
+		if (!f->ranks[r].present) {  /* symmetry: its replica 0 stands for it */
+			f->ranks[r].node = topo_node_of(topo, r);
+			f->ranks[r].local = topo_local_of(topo, r);
+			continue;
+		}
 		f->ranks[r] = (struct rec_rank){
+			.present = 1,
 			.node = topo_node_of(topo, r), .local = topo_local_of(topo, r),
 			.sum = {
 				.compute_ps = st->compute_ps, .exposed_comm_ps = st->exposed_comm_ps,
@@ -202,7 +210,7 @@ static int rec_ranks(struct rec_filter *f)
 		par_coords_of(&f->dims, r, &c);
 		const uint32_t coords[5] = { c.tp, c.cp, c.pp, c.dp, c.ep };
 		if (sim_store_rank(f->st, r, f->ranks[r].node, f->ranks[r].local, coords,
-				   &f->ranks[r].sum) < 0)
+				   f->ranks[r].present ? &f->ranks[r].sum : NULL) < 0)
 			return -1;
 	}
 	return 0;
@@ -244,8 +252,10 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	printf("clustersim run: %s\n", s->path);
 	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", m->preset,
 	       m->preset[0] ? ": " : "", r->params / 1e9, m->layers, m->hidden);
-	printf("  cluster     %u x %s (%s), %s fidelity\n", r->gpus, s->cluster.gpu,
-	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity));
+	printf("  cluster     %u x %s (%s), %s fidelity%s\n", r->gpus, s->cluster.gpu,
+	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity),
+	       s->sim.symmetry == 1 ? ", data-parallel replica 0 simulated for all "
+	       "(sim.symmetry dp)" : "");
 	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
 	       "tokens per replica\n", r->dp, r->strategy, s->parallel.tp, s->parallel.pp,
 	       s->parallel.cp, r->micro_batches, r->micro_batches == 1 ? "" : "es",

@@ -249,6 +249,38 @@ n=$(sqlite3 "$T/s512.db" "SELECT rank, dp > 0, ops_stored > 0, ops_stored =
 n=$(sqlite3 "$T/s512.db" "SELECT count(DISTINCT rank) FROM ops")
 [ "$n" = 12 ] && ok "--record sample 512: 4 stages + 8 TP ranks - rank 0 + the last = 12 timelines" ||
 	bad "--record sample 512: $n ranks with timelines"
+# sim.symmetry dp: replica 0 of 16 stands for all; within 1 % of the exact step (the
+# analytic step is the same to the picosecond), with at least 10 times fewer events.
+S512="$SRC/scenarios/llama3-70b-h100x512.yaml"
+for fid in analytic flow; do
+	"$CS" run "$S512" --fidelity $fid --json >"$T/exact.json" 2>"$T/err" || bad "exact: $(cat "$T/err")"
+	"$CS" run "$S512" --fidelity $fid --set sim.symmetry=dp --json >"$T/sym.json" 2>"$T/err" ||
+		bad "symmetry: $(cat "$T/err")"
+	n=$(sqlite3 :memory: "SELECT abs(json_extract(readfile('$T/sym.json'), '\$.step_time_s') /
+		json_extract(readfile('$T/exact.json'), '\$.step_time_s') - 1) < 0.01,
+		json_extract(readfile('$T/sym.json'), '\$.events') * 10 <
+		json_extract(readfile('$T/exact.json'), '\$.events'),
+		json_extract(readfile('$T/sym.json'), '\$.memory.peak') =
+		json_extract(readfile('$T/exact.json'), '\$.memory.peak')")
+	[ "$n" = "1|1|1" ] && ok "sim.symmetry dp, $fid: step within 1 %, 10x fewer events, same memory" ||
+		bad "sim.symmetry dp, $fid: (within 1 %, fewer events, memory) = $n"
+done
+"$CS" run "$S512" --fidelity analytic --set sim.symmetry=dp --record sample --db "$T/sym.db" \
+	>"$T/sym.txt" 2>&1 || bad "symmetry --db: $(cat "$T/sym.txt")"
+grep -q "data-parallel replica 0 simulated for all (sim.symmetry dp)" "$T/sym.txt" &&
+	ok "the report says the run is symmetry-collapsed" || bad "no symmetry line: $(head -3 "$T/sym.txt")"
+n=$(sqlite3 "$T/sym.db" "SELECT count(*), sum(compute_ps IS NULL), sum(dp > 0 AND compute_ps IS NULL)
+	FROM ranks")
+[ "$n" = "512|480|480" ] && ok "symmetry: the 480 ranks not simulated have no summary" ||
+	bad "symmetry ranks rows (all, no summary, dp > 0 without): $n"
+"$CS" report "$T/sym.db" > "$T/symrep.txt" 2>&1
+if [ "$(tail -n +2 "$T/sym.txt")" = "$(tail -n +2 "$T/symrep.txt")" ]; then
+	ok "report of a symmetry run equals run's (below the first line)"
+else bad "report differs: $(diff "$T/sym.txt" "$T/symrep.txt" | head -5)"; fi
+"$CS" run "$SRC/scenarios/mixtral-8x7b.yaml" --set sim.symmetry=dp >/dev/null 2>"$T/err"
+rc=$?
+[ $rc = 2 ] && grep -q "sim.symmetry: dp needs data-parallel replicas that behave alike" "$T/err" &&
+	ok "sim.symmetry dp with MoE: exit 2, $(head -c 90 "$T/err")" || bad "MoE symmetry: exit $rc, $(cat "$T/err")"
 # auto (the default): all up to 1,024 GPUs.
 n=$(q "SELECT count(DISTINCT rank) FROM ops WHERE run_id = 1")
 [ "$n" = 8 ] && ok "record auto at 8 GPUs: all timelines" || bad "auto: $n ranks with timelines"

@@ -788,6 +788,59 @@ START_TEST(test_ring_allreduce_closed_form)
 }
 END_TEST
 
+/*
+ * Symmetry collapse: with ranks 2 and 3 absent, ranks 0 and 1 run the
+ * 4-member ring all-reduce alone; it ends after its closed form for all 4,
+ * in both fidelities (as one event: the flow is not simulated), the second
+ * member arriving 5 us late. A message to an absent rank never arrives.
+ */
+START_TEST(test_absent_members)
+{
+	const double alpha = 10e-6, W = 50e9, n = 1e6;
+	const uint32_t p = 4;
+	for (int f = 0; f < 2; f++) {
+		struct tsim ts;
+		enum sim_fidelity fid = f ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
+		tsim_init_f(&ts, TT_PAIRS, p, alpha, W, 0, fid);
+		struct sim_program *prog = sim_program_new(), *late = sim_program_new();
+		sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+		sim_program_compute(late, 0, "wait", 5 * US, 0, 0);
+		sim_program_coll(late, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+		sim_program_dep(late, 0);
+		sim_rank_absent(ts.sim, 2);
+		sim_rank_absent(ts.sim, 3);
+		ck_assert(sim_rank_present(ts.sim, 0) && !sim_rank_present(ts.sim, 3));
+		tsim_start(&ts, 0, prog);
+		tsim_start(&ts, 1, late);
+		tsim_run_ok(&ts);
+		double want = 5e-6 + 2.0 * (p - 1) * (alpha + n / p / W);
+		for (uint32_t r = 0; r < 2; r++) {
+			double got = sim_ps_to_s(sim_rank_end(ts.sim, r));
+			ck_assert_msg(rel_err(got, want) < 1e-6, "%s: rank %u ends at %.9g s, "
+				      "expected %.9g s", sim_fidelity_name(fid), r, got, want);
+		}
+		ck_assert_msg(sim_events(ts.sim) == 2, "%s: %llu events", sim_fidelity_name(fid),
+			      (unsigned long long)sim_events(ts.sim));
+		ck_assert_int_eq(sim_rank_end(ts.sim, 3), 0);
+		sim_program_free(prog);
+		sim_program_free(late);
+		tsim_clear(&ts);
+	}
+	/* A send to an absent rank: the sender is stuck, and says so. */
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, alpha, W, 0);
+	struct sim_program *s = sim_program_new();
+	sim_program_send(s, 0, "to the absent", 0, 1, n);
+	sim_rank_absent(ts.sim, 1);
+	tsim_start(&ts, 0, s);
+	ck_assert_int_eq(sim_run(ts.sim), -1);
+	ck_assert_msg(strstr(sim_error(ts.sim), "to the absent") != NULL, "error: %s",
+		      sim_error(ts.sim));
+	sim_program_free(s);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* A collective on a group of one finishes when it starts. */
 START_TEST(test_collective_one_member)
 {
@@ -1102,6 +1155,7 @@ static Suite *engine_suite(void)
 	tc = tcase_create("collectives");
 	tcase_add_test(tc, test_ring_allreduce_closed_form);
 	tcase_add_test(tc, test_collective_one_member);
+	tcase_add_test(tc, test_absent_members);
 	tcase_add_test(tc, test_collective_across_restarts);
 	tcase_add_test(tc, test_group_added_later);
 	suite_add_tcase(s, tc);
