@@ -759,16 +759,26 @@ END_TEST
 /* ---- collectives on the test topology ------------------------------------------ */
 
 /* SPEC C1 on the pairs topology: 2(p-1)(alpha + n/(pW)), flow and analytic. */
+/* A program of one ring all-reduce of n bytes on stream 1 of group slot 0. */
+static struct sim_program *ring_allreduce(double n)
+{
+	struct sim_program *prog = sim_program_new();
+	sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+	return prog;
+}
+
+/* The fidelities, for loops over both. */
+static const enum sim_fidelity fidelities[] = { SIM_FIDELITY_FLOW, SIM_FIDELITY_ANALYTIC };
+
 START_TEST(test_ring_allreduce_closed_form)
 {
 	const double alpha = 10e-6, W = 50e9, n = 1e6;
 	const uint32_t p = 4;
-	for (int f = 0; f < 2; f++) {
+	for (size_t f = 0; f < ARRAY_SIZE(fidelities); f++) {
 		struct tsim ts;
-		enum sim_fidelity fid = f ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
+		enum sim_fidelity fid = fidelities[f];
 		tsim_init_f(&ts, TT_PAIRS, p, alpha, W, 0, fid);
-		struct sim_program *prog = sim_program_new();
-		sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+		struct sim_program *prog = ring_allreduce(n);
 		for (uint32_t r = 0; r < p; r++)
 			tsim_start(&ts, r, prog);
 		tsim_run_ok(&ts);
@@ -798,12 +808,10 @@ START_TEST(test_absent_members)
 {
 	const double alpha = 10e-6, W = 50e9, n = 1e6;
 	const uint32_t p = 4;
-	for (int f = 0; f < 2; f++) {
+	for (const enum sim_fidelity *fid = fidelities; fid < fidelities + 2; fid++) {
 		struct tsim ts;
-		enum sim_fidelity fid = f ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
-		tsim_init_f(&ts, TT_PAIRS, p, alpha, W, 0, fid);
-		struct sim_program *prog = sim_program_new(), *late = sim_program_new();
-		sim_program_coll(prog, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
+		tsim_init_f(&ts, TT_PAIRS, p, alpha, W, 0, *fid);
+		struct sim_program *prog = ring_allreduce(n), *late = sim_program_new();
 		sim_program_compute(late, 0, "wait", 5 * US, 0, 0);
 		sim_program_coll(late, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 0, 0);
 		sim_program_dep(late, 0);
@@ -817,9 +825,9 @@ START_TEST(test_absent_members)
 		for (uint32_t r = 0; r < 2; r++) {
 			double got = sim_ps_to_s(sim_rank_end(ts.sim, r));
 			ck_assert_msg(rel_err(got, want) < 1e-6, "%s: rank %u ends at %.9g s, "
-				      "expected %.9g s", sim_fidelity_name(fid), r, got, want);
+				      "expected %.9g s", sim_fidelity_name(*fid), r, got, want);
 		}
-		ck_assert_msg(sim_events(ts.sim) == 2, "%s: %llu events", sim_fidelity_name(fid),
+		ck_assert_msg(sim_events(ts.sim) == 2, "%s: %llu events", sim_fidelity_name(*fid),
 			      (unsigned long long)sim_events(ts.sim));
 		ck_assert_int_eq(sim_rank_end(ts.sim, 3), 0);
 		sim_program_free(prog);
