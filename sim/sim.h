@@ -272,7 +272,7 @@ struct sim_program {
 	uint32_t nnames, namecap;
 	uint8_t nstreams;         /* highest stream used + 1                 */
 	/* Derived by the engine when a rank starts (sim.c, program_seal) and
-	 * dropped by any append: what the event loop reads of each op, by
+	 * recomputed after any change: what the event loop reads of each op, by
 	 * stream and position, and the dependencies as (stream, position). */
 	struct sim_op_hot *hot[SIM_MAX_STREAMS];
 	struct sim_dep_at { uint32_t pos; uint32_t stream; } *dep_at;
