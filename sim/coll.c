@@ -482,7 +482,7 @@ struct coll_member {
 };
 
 struct coll_inst {
-	struct sim_event ev;          /* analytic completion               */
+	struct sim_event ev;          /* closed-form completion            */
 	double time_s;                /* analytic: the closed form         */
 	uint32_t group;
 	const struct sim_op *op;      /* the first joiner's op             */
@@ -495,16 +495,17 @@ struct coll_inst {
 	struct coll_member *m;        /* [c * p + v]                       */
 	uint16_t *chan_left;          /* [member]                          */
 	uint8_t *stream;              /* [member]: stream of its op        */
+	struct sim_coll_plan plan1;   /* plan when it has one channel      */
+	/* chan_left and stream follow the struct, in the same allocation */
 };
 
 static void inst_free(struct coll_inst *in)
 {
-	free(in->plan);
+	if (in->plan != &in->plan1)
+		free(in->plan);
 	free(in->order);
 	free(in->vpos);
 	free(in->m);
-	free(in->chan_left);
-	free(in->stream);
 	free(in);
 }
 
@@ -537,7 +538,8 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 		sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
 		return NULL;
 	}
-	struct coll_inst *in = xcalloc(1, sizeof(*in));
+	/* One allocation: the instance, then chan_left and stream per member. */
+	struct coll_inst *in = xcalloc(1, sizeof(*in) + g->n * (sizeof(uint16_t) + 1));
 	struct sim_coll_plan plan = choice->plan;
 	unsigned c = choice->channels;
 	in->algo = choice->algo;
@@ -546,17 +548,18 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 	in->group = group;
 	in->op = op;
 	in->channels_asked = op->channels;
-	in->chan_left = xmalloc(g->n * sizeof(uint16_t));
-	in->stream = xmalloc(g->n);
+	in->chan_left = (uint16_t *)(in + 1);
+	in->stream = (uint8_t *)(in->chan_left + g->n);
 	memset(in->stream, COLL_ABSENT, g->n);  /* until the member joins */
 	for (uint32_t i = 0; i < g->n; i++)
 		in->chan_left[i] = (uint16_t)c;
-	in->plan = xmalloc(sizeof(plan));
+	in->plan = &in->plan1;
 	*in->plan = plan;
 	if (coll_closed_form(sim, group))
 		return in;
 	size_t n = (size_t)c * g->n;
-	in->plan = xreallocarray(in->plan, c, sizeof(plan));
+	if (c > 1)
+		in->plan = xmalloc(c * sizeof(plan));
 	in->order = xmalloc(n * sizeof(uint32_t));
 	in->vpos = xmalloc(n * sizeof(uint32_t));
 	in->m = xmalloc(n * sizeof(*in->m));

@@ -928,17 +928,20 @@ static int report_stuck(struct sim *sim)
  * (rendezvous) and both ops finish when it has arrived. Waiting posts of one
  * pair sit in a small ring: a rank has at most SIM_MAX_STREAMS ops running.
  */
+/* A posted send or receive waiting for its peer: 4 bytes (ranks < 2^20). */
 struct p2p_wait {
-	uint32_t rank;
-	uint8_t stream;
+	uint32_t rank : 28;
+	uint32_t stream : 4;
 };
 
+/* One (src, dst, tag) conversation: one cache line. */
 struct p2p_pair {
 	uint64_t key;            /* src << 32 | dst, plus one so 0 is empty   */
 	int32_t count;           /* > 0: sends waiting, < 0: receives waiting */
 	uint8_t head;
 	struct p2p_wait q[SIM_MAX_STREAMS];
 };
+_Static_assert(SIM_MAX_STREAMS <= 16, "p2p_wait.stream holds 4 bits");
 
 struct p2p_map {
 	struct p2p_pair *slots;
@@ -1031,6 +1034,7 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 	}
 	int waiting = p->count * sign;
 	BUG_ON(waiting >= SIM_MAX_STREAMS);
-	p->q[(p->head + waiting) % SIM_MAX_STREAMS] = (struct p2p_wait){ rank, (uint8_t)stream };
+	p->q[(p->head + waiting) % SIM_MAX_STREAMS] = (struct p2p_wait){ .rank = rank & 0xfffffffu,
+									 .stream = stream & 0xfu };
 	p->count += sign;
 }
