@@ -202,6 +202,36 @@ static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, 
 	return 0;
 }
 
+/* Set the filter up for a run into st in a record mode (not auto); the
+ * training step records through it. -1 if the spill file cannot be made. */
+static int rec_begin(struct rec_filter *f, struct par_train *t, const struct scn *s,
+		     struct sim_store *st, enum scn_record mode)
+{
+	f->st = st;
+	par_dims_of(&s->parallel, f->nranks, &f->dims);
+	f->ranks = xcalloc(f->nranks, sizeof(*f->ranks));
+	if (mode == SCN_RECORD_SAMPLE)
+		f->keep = rec_sample(&f->dims, f->nranks);
+	if (mode == SCN_RECORD_SAMPLE && s->sim.fidelity == SIM_FIDELITY_FLOW &&
+	    !(f->spill = tmpfile()))
+		return -1;
+	t->rec_ctx = f;
+	t->finish = rec_finish;
+	if (mode != SCN_RECORD_NONE)
+		t->rec = &rec_filter_ops;
+	return 0;
+}
+
+/* Release what rec_begin and the run took (the spill file is deleted). */
+static void rec_end(struct rec_filter *f)
+{
+	if (f->spill)
+		fclose(f->spill);
+	free(f->buf);
+	free(f->keep);
+	free(f->ranks);
+}
+
 /* The ranks rows, once every timeline is recorded. */
 static int rec_ranks(struct rec_filter *f)
 {
@@ -411,27 +441,15 @@ static int run_run(struct cli_args *a)
 			par_compute_model_free(cm);
 			return CLI_BADINPUT;
 		}
-		filter.st = st;
-		par_dims_of(&s.parallel, r.gpus, &filter.dims);
-		filter.ranks = xcalloc(r.gpus, sizeof(*filter.ranks));
-		if (mode == SCN_RECORD_SAMPLE)
-			filter.keep = rec_sample(&filter.dims, r.gpus);
-		if (mode == SCN_RECORD_SAMPLE && s.sim.fidelity == SIM_FIDELITY_FLOW) {
-			if (!(filter.spill = tmpfile())) {
-				rc = cli_error(a, CLI_FAIL, "--db: cannot create the temporary file "
-					       "of the sampled timelines: %s", strerror(errno));
-				sim_store_run_fail(st, "no temporary file");
-				sim_store_close(st);
-				free(filter.keep);
-				free(filter.ranks);
-				par_compute_model_free(cm);
-				return rc;
-			}
+		if (rec_begin(&filter, &t, &s, st, mode) < 0) {
+			rc = cli_error(a, CLI_FAIL, "--db: cannot create the temporary file of "
+				       "the sampled timelines: %s", strerror(errno));
+			sim_store_run_fail(st, "no temporary file");
+			sim_store_close(st);
+			rec_end(&filter);
+			par_compute_model_free(cm);
+			return rc;
 		}
-		t.rec_ctx = &filter;
-		t.finish = rec_finish;
-		if (mode != SCN_RECORD_NONE)
-			t.rec = &rec_filter_ops;
 	}
 	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
@@ -443,17 +461,13 @@ static int run_run(struct cli_args *a)
 			rc = cli_error(a, CLI_FAIL, "%s: the second pass could not finish: %s",
 				       s.path, err);
 	}
-	if (filter.spill)
-		fclose(filter.spill);
-	free(filter.buf);
 	if (!rc && st && r.memory.fits && rec_ranks(&filter) < 0) {
 		snprintf(err, sizeof(err), "%s", sim_store_error(st));
 		rc = cli_error(a, CLI_FAIL, "--db: %s", err);
 	}
 	if (rc && st)
 		sim_store_run_fail(st, err);
-	free(filter.keep);
-	free(filter.ranks);
+	rec_end(&filter);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (!rc && st) {
