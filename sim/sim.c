@@ -398,13 +398,17 @@ static void program_seal(struct sim_program *prog)
 {
 	if (prog->sealed)
 		return;
-	uint8_t *needed = xcalloc(prog->nops ? prog->nops : 1, 1);
+	/* needed[o]: the streams whose ops wait for op o. */
+	uint16_t *needed = xcalloc(prog->nops ? prog->nops : 1, sizeof(uint16_t));
 	prog->dep_at = xreallocarray(prog->dep_at, prog->ndeps ? prog->ndeps : 1,
 				     sizeof(*prog->dep_at));
-	for (uint32_t i = 0; i < prog->ndeps; i++) {
-		const struct sim_op *d = &prog->ops[prog->deps[i]];
-		needed[prog->deps[i]] = 1;
-		prog->dep_at[i] = (struct sim_dep_at){ .pos = d->pos, .stream = d->stream };
+	for (uint32_t o = 0; o < prog->nops; o++) {
+		const struct sim_op *op = &prog->ops[o];
+		for (uint32_t i = op->dep0; i < op->dep0 + op->ndeps; i++) {
+			const struct sim_op *d = &prog->ops[prog->deps[i]];
+			needed[prog->deps[i]] |= (uint16_t)(1u << op->stream);
+			prog->dep_at[i] = (struct sim_dep_at){ .pos = d->pos, .stream = d->stream };
+		}
 	}
 	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++) {
 		const uint32_t *list = prog->stream_ops[st];
@@ -415,7 +419,7 @@ static void program_seal(struct sim_program *prog)
 			const struct sim_op *op = &prog->ops[list[k]];
 			hot[k] = (struct sim_op_hot){
 				.op = list[k], .dep0 = op->dep0, .ndeps = op->ndeps,
-				.kind = op->kind, .waited = needed[list[k]],
+				.kind = op->kind, .wakes = needed[list[k]],
 				.run_n = 1, .run_ps = op->dur_ps,
 				.effects = op->mem_bytes != 0 || (op->flags & SIM_OP_MARK),
 			};
@@ -812,11 +816,12 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	r->next[stream] += s->run;
 	r->left -= s->run;
 	r->end = sim->now;
-	/* The stream's next op, then, if another stream waits for this op, the
-	 * other heads (a handful): it may have been their last dependency. */
+	/* The stream's next op, then the heads of the streams that wait for
+	 * this op, in stream order: it may have been their last dependency (no
+	 * other head can have become ready). */
 	stream_try_start(sim, rank, stream);
-	if (h->waited)
-		rank_try_start(sim, rank);
+	for (unsigned w = h->wakes; w; w &= w - 1)
+		stream_try_start(sim, rank, (unsigned)__builtin_ctz(w));
 }
 
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)

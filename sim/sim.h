@@ -248,11 +248,10 @@ struct sim_op {
 struct sim_op_hot {
 	uint32_t op;         /* index into ops                                 */
 	uint32_t dep0;       /* first of ndeps entries in dep_at               */
-	uint16_t ndeps;
-	uint8_t kind;
-	uint8_t waited;      /* an op of another stream waits for it (the last
-			        of a run)                                       */
 	uint32_t run_n;      /* ops of the run it starts, 0 inside a run       */
+	uint16_t ndeps;
+	uint16_t wakes;      /* bit s: an op of stream s waits for this one     */
+	uint8_t kind;
 	uint8_t effects;     /* changes memory or carries SIM_OP_MARK          */
 	sim_ps run_ps;
 };
