@@ -719,8 +719,9 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(op->group >= r->ngroups);
-	uint32_t group = r->groups[op->group], member = r->member[op->group];
-	uint32_t seq = r->seq[r->seq_slot[op->group]]++;
+	const struct sim_rank_slot *sl = &r->slot[op->group];
+	uint32_t group = sl->group, member = sl->member;
+	uint32_t seq = r->slot[sl->seq_slot].seq++;
 	struct sim_group *g = &sim->groups[group];
 	if (g->n == 1) {  /* nothing to exchange */
 		sim_stream_finish_later(sim, rank, stream);

@@ -60,6 +60,18 @@ struct sim_stream {
 	sim_ps start;
 };
 
+/* A rank's group slot: what a collective or a message on it reads, together. */
+struct sim_rank_slot {
+	uint32_t group;       /* group id                                    */
+	uint32_t member;      /* the rank's member index in it               */
+	uint32_t memb;        /* its sim_membership                          */
+	/* Collectives joined on the group while this program runs (the
+	 * membership's seq is written back when the rank gets a new program);
+	 * slots naming the same group share the first one's count (seq_slot). */
+	uint32_t seq;
+	uint32_t seq_slot;
+};
+
 /*
  * A rank. Ordered for the cache: an event touches the first line (program,
  * ops left, accounting) and one stream; collectives the slots; memory the
@@ -75,14 +87,7 @@ struct sim_rank {
 	sim_ps since;                     /* last change of busy state      */
 	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
 	struct sim_rank_stats st;         /* compute_ps, exposed_ps first   */
-	uint32_t groups[SIM_MAX_GROUPS];  /* slot -> group id               */
-	uint32_t member[SIM_MAX_GROUPS];  /* slot -> member index in it     */
-	uint32_t memb[SIM_MAX_GROUPS];    /* slot -> its sim_membership     */
-	/* Collectives joined on the slot's group while this program runs (the
-	 * membership's seq is written back when the rank gets a new program);
-	 * slots naming the same group share the first one's count. */
-	uint32_t seq[SIM_MAX_GROUPS];
-	uint8_t seq_slot[SIM_MAX_GROUPS];
+	struct sim_rank_slot slot[SIM_MAX_GROUPS];
 	struct sim_stream s[SIM_MAX_STREAMS];
 } __attribute__((aligned(64)));
 

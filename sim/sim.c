@@ -836,8 +836,8 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(r->left != 0);
 	for (unsigned i = 0; r->prog && i < r->ngroups; i++)  /* the counts back */
-		if (r->seq_slot[i] == i)
-			sim->memberships[rank][r->memb[i]].seq = r->seq[i];
+		if (r->slot[i].seq_slot == i)
+			sim->memberships[rank][r->slot[i].memb].seq = r->slot[i].seq;
 	if (!sim->memberships || sim->memberships_stale)
 		build_memberships(sim);
 	/* The hot arrays are derived data kept with the program; computing
@@ -847,14 +847,15 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	r->ngroups = (uint8_t)ngroups;
 	for (unsigned i = 0; i < ngroups; i++) {
 		BUG_ON(groups[i] >= sim->ngroups);
-		r->groups[i] = groups[i];
-		r->memb[i] = membership_of(sim, rank, groups[i]);
-		r->member[i] = sim->memberships[rank][r->memb[i]].member;
-		r->seq[i] = sim->memberships[rank][r->memb[i]].seq;
-		r->seq_slot[i] = (uint8_t)i;
+		struct sim_rank_slot *sl = &r->slot[i];
+		sl->group = groups[i];
+		sl->memb = membership_of(sim, rank, groups[i]);
+		sl->member = sim->memberships[rank][sl->memb].member;
+		sl->seq = sim->memberships[rank][sl->memb].seq;
+		sl->seq_slot = i;
 		for (unsigned j = 0; j < i; j++)
-			if (r->groups[j] == r->groups[i]) {
-				r->seq_slot[i] = (uint8_t)j;
+			if (r->slot[j].group == groups[i]) {
+				sl->seq_slot = j;
 				break;
 			}
 	}
@@ -1012,7 +1013,7 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 {
 	const struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(op->group >= r->ngroups);
-	const struct sim_group *g = &sim->groups[r->groups[op->group]];
+	const struct sim_group *g = &sim->groups[r->slot[op->group].group];
 	if (op->peer >= g->n) {
 		sim_fail(sim, "rank %u: %s '%s' names member %u of a group of %u",
 			 rank, sim_op_kind_name(op->kind), op->name, op->peer, g->n);
