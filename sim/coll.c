@@ -730,9 +730,9 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 	struct coll_inst *in = inst_get(sim, group, seq, op);
 	if (!in)
 		return;
-	const struct sim_op *o = in->op;
-	if (o->coll != op->coll || o->bytes != op->bytes || o->algo != op->algo ||
-	    o->channels != op->channels || o->peer != op->peer) {
+	const struct sim_op *o = in->op;  /* members of one program share it */
+	if (o != op && (o->coll != op->coll || o->bytes != op->bytes || o->algo != op->algo ||
+			o->channels != op->channels || o->peer != op->peer)) {
 		sim_fail(sim, "rank %u joined collective #%u of its group as '%s' (%s, %.0f B), "
 			 "but another member joined it as '%s' (%s, %.0f B)", rank, seq, op->name,
 			 sim_coll_op_name(op->coll), op->bytes, o->name,
