@@ -29,7 +29,9 @@ enum {
  * stream) run concurrently with its parameter all-gathers (param stream),
  * and the engine matches a group's collectives in the order each member
  * issues them, which two streams sharing one group would not keep. */
-enum { SLOT_DP = 0, SLOT_SHARD = 1, SLOT_REPLICA = 2, SLOT_TP = 3, SLOT_PP = 4, SLOT_CP = 5,
+/* The busiest first: tensor-parallel and data-parallel collectives are most
+ * of a step's, and the engine keeps its first SIM_HOT_SLOTS slots hot. */
+enum { SLOT_TP = 0, SLOT_DP = 1, SLOT_PP = 2, SLOT_SHARD = 3, SLOT_REPLICA = 4, SLOT_CP = 5,
        SLOT_EP = 6, SLOT_EDP = 7, SLOT_SHARD_RS = 8, NSLOTS = 9 };
 /* Send/recv tags: activations forward, gradients backward. */
 enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };

@@ -60,22 +60,24 @@ struct sim_stream {
 	sim_ps start;
 };
 
-/* A rank's group slot: what a collective or a message on it reads, together. */
+/* A rank's group slot: what a collective or a message on it reads, in 16
+ * bytes. */
 struct sim_rank_slot {
 	uint32_t group;       /* group id                                    */
 	uint32_t member;      /* the rank's member index in it               */
-	uint32_t memb;        /* its sim_membership                          */
 	/* Collectives joined on the group while this program runs (the
 	 * membership's seq is written back when the rank gets a new program);
 	 * slots naming the same group share the first one's count (seq_slot). */
 	uint32_t seq;
-	uint32_t seq_slot;
+	uint16_t memb;        /* its sim_membership (a rank's groups: few)   */
+	uint8_t seq_slot;
 };
 
 /*
- * A rank. Ordered for the cache: an event touches the first line (program,
- * ops left, accounting) and one stream; collectives the slots; memory the
- * statistics' arrays.
+ * A rank. Ordered for the cache: an event touches the first two lines
+ * (program, ops left, busy flags, accounting, stream heads, and the first
+ * two group slots: see SIM_HOT_SLOTS in sim.h) and one stream; collectives
+ * on other slots one more line; memory changes the statistics.
  */
 struct sim_rank {
 	const struct sim_program *prog;
@@ -85,9 +87,10 @@ struct sim_rank {
 	uint8_t ngroups;
 	sim_ps end;
 	sim_ps since;                     /* last change of busy state      */
+	sim_ps compute_ps, exposed_ps;    /* st's, kept here (rank_account) */
 	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
-	struct sim_rank_stats st;         /* compute_ps, exposed_ps first   */
 	struct sim_rank_slot slot[SIM_MAX_GROUPS];
+	struct sim_rank_stats st;         /* compute and exposed: see above */
 	struct sim_stream s[SIM_MAX_STREAMS];
 } __attribute__((aligned(64)));
 

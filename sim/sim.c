@@ -652,9 +652,9 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
 {
 	sim_ps dt = sim->now - r->since;
 	if (r->busy & (1u << SIM_STREAM_COMPUTE))
-		r->st.compute_ps += dt;
+		r->compute_ps += dt;
 	else if (r->comm_busy)
-		r->st.exposed_comm_ps += dt;
+		r->exposed_ps += dt;
 	r->since = sim->now;
 }
 
@@ -716,7 +716,12 @@ void sim_rank_mem_add(struct sim *sim, uint32_t rank, unsigned cat, double bytes
 const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank)
 {
 	BUG_ON(rank >= sim->nranks);
-	return &sim->ranks[rank].st;
+	/* The event loop keeps the two busy times in the rank's first line;
+	 * the statistics are brought up to date when read. */
+	struct sim_rank *r = &((struct sim *)sim)->ranks[rank];
+	r->st.compute_ps = r->compute_ps;
+	r->st.exposed_comm_ps = r->exposed_ps;
+	return &r->st;
 }
 
 static void stream_fire(struct sim *sim, struct sim_event *ev)
@@ -809,8 +814,8 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 			rank_mem(sim, rank, op->mem_cat, op->mem_bytes);
 		if (op->flags & SIM_OP_MARK) {
 			r->st.mark_ps = sim->now;
-			r->st.mark_compute_ps = r->st.compute_ps;
-			r->st.mark_exposed_ps = r->st.exposed_comm_ps;
+			r->st.mark_compute_ps = r->compute_ps;
+			r->st.mark_exposed_ps = r->exposed_ps;
 		}
 	}
 	r->next[stream] += s->run;
@@ -849,13 +854,15 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		BUG_ON(groups[i] >= sim->ngroups);
 		struct sim_rank_slot *sl = &r->slot[i];
 		sl->group = groups[i];
-		sl->memb = membership_of(sim, rank, groups[i]);
+		uint32_t memb = membership_of(sim, rank, groups[i]);
+		BUG_ON(memb > UINT16_MAX);
+		sl->memb = (uint16_t)memb;
 		sl->member = sim->memberships[rank][sl->memb].member;
 		sl->seq = sim->memberships[rank][sl->memb].seq;
-		sl->seq_slot = i;
+		sl->seq_slot = (uint8_t)i;
 		for (unsigned j = 0; j < i; j++)
 			if (r->slot[j].group == groups[i]) {
-				sl->seq_slot = j;
+				sl->seq_slot = (uint8_t)j;
 				break;
 			}
 	}

@@ -207,8 +207,11 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
 #define SIM_STREAM_COMPUTE 0
 /* Memory categories a rank tracks (their meaning is the caller's). */
 #define SIM_MEM_CATS 8
-/* Group slots per rank (world, TP, CP, PP, DP, EP, ...). */
+/* Group slots per rank (world, TP, CP, PP, DP, EP, ...). A rank's first
+ * SIM_HOT_SLOTS slots share its first cache lines: give them the groups
+ * with the most collectives. */
 #define SIM_MAX_GROUPS 12
+#define SIM_HOT_SLOTS 2
 
 /* Op flags. SIM_OP_MARK: when the op finishes, the rank's stats remember
  * the time and its compute and exposed-communication totals (mark_*). */
