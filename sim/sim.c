@@ -423,6 +423,10 @@ static void program_seal(struct sim_program *prog)
 				.run_n = 1, .run_ps = op->dur_ps,
 				.effects = op->mem_bytes != 0 || (op->flags & SIM_OP_MARK),
 			};
+			if (op->ndeps) {
+				hot[k].dep_stream = (uint8_t)prog->dep_at[op->dep0].stream;
+				hot[k].dep_pos = prog->dep_at[op->dep0].pos;
+			}
 		}
 		for (uint32_t k = 0; k < len;) {
 			uint32_t n = 1;
@@ -746,7 +750,9 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	if ((r->busy >> stream & 1u) || r->next[stream] >= prog->stream_n[stream])
 		return;
 	const struct sim_op_hot *h = &prog->hot[stream][r->next[stream]];
-	for (uint32_t i = 0; i < h->ndeps; i++) {
+	if (h->ndeps && r->next[h->dep_stream] <= h->dep_pos)
+		return;
+	for (uint32_t i = 1; i < h->ndeps; i++) {
 		const struct sim_dep_at *d = &prog->dep_at[h->dep0 + i];
 		if (r->next[d->stream] <= d->pos)
 			return;

@@ -256,6 +256,8 @@ struct sim_op_hot {
 	uint16_t wakes;      /* bit s: an op of stream s waits for this one     */
 	uint8_t kind;
 	uint8_t effects;     /* changes memory or carries SIM_OP_MARK          */
+	uint8_t dep_stream;  /* the first dependency, inline (most ops have at */
+	uint32_t dep_pos;    /* most one): stream and position                 */
 	sim_ps run_ps;
 };
 
