@@ -50,7 +50,8 @@ struct sim_xfer {
 	} b0;
 };
 
-/* A stream's event and running op; its head and busy flag are the rank's. */
+/* A stream's event and running op; its head and busy flag are the rank's.
+ * 32 bytes, aligned, so that a stream never straddles two cache lines. */
 struct sim_stream {
 	struct sim_event ev;         /* compute done, or a deferred finish  */
 	uint32_t rank;
@@ -58,7 +59,7 @@ struct sim_stream {
 	uint8_t counted;             /* counts as communication in progress */
 	uint32_t run;                /* ops the running op stands for (>= 1) */
 	sim_ps start;
-};
+} __attribute__((aligned(32)));
 
 /* A rank's group slot: what a collective or a message on it reads, in 16
  * bytes. */
@@ -90,8 +91,8 @@ struct sim_rank {
 	sim_ps compute_ps, exposed_ps;    /* st's, kept here (rank_account) */
 	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
 	struct sim_rank_slot slot[SIM_MAX_GROUPS];
+	struct sim_stream s[SIM_MAX_STREAMS];  /* 32 bytes each, aligned  */
 	struct sim_rank_stats st;         /* compute and exposed: see above */
-	struct sim_stream s[SIM_MAX_STREAMS];
 } __attribute__((aligned(64)));
 
 struct coll_inst;
