@@ -625,16 +625,15 @@ static void analytic_fire(struct sim *sim, struct sim_event *ev)
 	const uint32_t *ranks = sim->groups[group].ranks;
 	/* The members are cold: fetch a few ahead of the one being finished. */
 	enum { AHEAD = 4 };
-	for (uint32_t i = 0; i < n && i < AHEAD; i++)
-		__builtin_prefetch(&sim->ranks[ranks[i]].s[in->stream[i]]);
-	for (uint32_t i = 0; i < n; i++) {
-		if (i + AHEAD < n) {
-			const struct sim_rank *r = &sim->ranks[ranks[i + AHEAD]];
+	for (uint32_t i = 0; i < n + AHEAD; i++) {
+		if (i < n && in->stream[i] != COLL_ABSENT) {
+			const struct sim_rank *r = &sim->ranks[ranks[i]];
 			__builtin_prefetch(r);
-			__builtin_prefetch(&r->s[in->stream[i + AHEAD] % SIM_MAX_STREAMS]);
+			__builtin_prefetch(&r->s[in->stream[i]]);
 		}
-		if (in->stream[i] != COLL_ABSENT)
-			member_finish(sim, in, i, 0);
+		uint32_t j = i - AHEAD;  /* wraps around below AHEAD: skipped */
+		if (j < n && in->stream[j] != COLL_ABSENT)
+			member_finish(sim, in, j, 0);
 	}
 	group_retire(sim, group);
 }
