@@ -382,7 +382,9 @@ void sim_program_free(struct sim_program *prog)
 }
 
 /*
- * Compute runs. A stream that runs several compute ops back to back, none of
+ * Sealing a program (program_seal, when a rank starts on it): the hot
+ * records the event loop reads, by stream, and the compute runs. A stream
+ * that runs several compute ops back to back, none of
  * which another stream waits for or changes memory or marks the rank's
  * stats before the last, is busy without a break from the first start to the
  * last end, and nothing else on the rank can observe the ops in between. The
@@ -394,61 +396,72 @@ void sim_program_free(struct sim_program *prog)
  * greedily from its first op, so a stream's head is always a run's first op.
  * O(ops + deps) per program, once.
  */
-static void program_seal(struct sim_program *prog)
+
+/* dep_at from deps, and the streams whose ops wait for each op (a new
+ * array of masks, one per op, for the caller to free). */
+static uint16_t *program_waiters(struct sim_program *prog)
 {
-	if (prog->sealed)
-		return;
-	/* needed[o]: the streams whose ops wait for op o. */
-	uint16_t *needed = xcalloc(prog->nops ? prog->nops : 1, sizeof(uint16_t));
+	uint16_t *waiters = xcalloc(prog->nops ? prog->nops : 1, sizeof(uint16_t));
 	prog->dep_at = xreallocarray(prog->dep_at, prog->ndeps ? prog->ndeps : 1,
 				     sizeof(*prog->dep_at));
 	for (uint32_t o = 0; o < prog->nops; o++) {
 		const struct sim_op *op = &prog->ops[o];
 		for (uint32_t i = op->dep0; i < op->dep0 + op->ndeps; i++) {
 			const struct sim_op *d = &prog->ops[prog->deps[i]];
-			needed[prog->deps[i]] |= (uint16_t)(1u << op->stream);
+			waiters[prog->deps[i]] |= (uint16_t)(1u << op->stream);
 			prog->dep_at[i] = (struct sim_dep_at){ .pos = d->pos, .stream = d->stream };
 		}
 	}
-	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++) {
-		const uint32_t *list = prog->stream_ops[st];
-		uint32_t len = prog->stream_n[st];
-		struct sim_op_hot *hot = prog->hot[st] =
-			xreallocarray(prog->hot[st], len ? len : 1, sizeof(*hot));
-		for (uint32_t k = 0; k < len; k++) {
-			const struct sim_op *op = &prog->ops[list[k]];
-			hot[k] = (struct sim_op_hot){
-				.op = list[k], .dep0 = op->dep0, .ndeps = op->ndeps,
-				.kind = op->kind, .wakes = needed[list[k]],
-				.run_n = 1, .run_ps = op->dur_ps,
-				.effects = op->mem_bytes != 0 || (op->flags & SIM_OP_MARK),
-			};
-			if (op->ndeps) {
-				hot[k].dep_stream = (uint8_t)prog->dep_at[op->dep0].stream;
-				hot[k].dep_pos = prog->dep_at[op->dep0].pos;
-			}
-		}
-		for (uint32_t k = 0; k < len;) {
-			uint32_t n = 1;
-			const struct sim_op *op = &prog->ops[list[k]];
-			sim_ps total = op->dur_ps;
-			while (op->kind == SIM_OP_COMPUTE && !needed[list[k + n - 1]] &&
-			       op->mem_bytes == 0 && !(op->flags & SIM_OP_MARK) && k + n < len) {
-				const struct sim_op *next = &prog->ops[list[k + n]];
-				if (next->kind != SIM_OP_COMPUTE || next->ndeps)
-					break;
-				total += next->dur_ps;
-				op = next;
-				n++;
-			}
-			hot[k].run_n = n;
-			hot[k].run_ps = total;
-			for (uint32_t j = 1; j < n; j++)
-				hot[k + j].run_n = 0;
-			k += n;
+	return waiters;
+}
+
+/* Can the compute run that ends with op (which is `waiters` of others)
+ * take in the stream's next op? */
+static int run_extends(const struct sim_op *op, uint16_t waiters, const struct sim_op *next)
+{
+	return op->kind == SIM_OP_COMPUTE && !waiters && op->mem_bytes == 0 &&
+	       !(op->flags & SIM_OP_MARK) && next->kind == SIM_OP_COMPUTE && !next->ndeps;
+}
+
+/* The hot records of one stream: each op's, then the runs, greedily. */
+static void program_stream_hot(struct sim_program *prog, unsigned st, const uint16_t *waiters)
+{
+	const uint32_t *list = prog->stream_ops[st];
+	uint32_t len = prog->stream_n[st];
+	struct sim_op_hot *hot = prog->hot[st] =
+		xreallocarray(prog->hot[st], len ? len : 1, sizeof(*hot));
+	for (uint32_t k = 0; k < len; k++) {
+		const struct sim_op *op = &prog->ops[list[k]];
+		hot[k] = (struct sim_op_hot){
+			.op = list[k], .dep0 = op->dep0, .ndeps = op->ndeps,
+			.kind = op->kind, .wakes = waiters[list[k]],
+			.run_n = 1, .run_ps = op->dur_ps,
+			.effects = op->mem_bytes != 0 || (op->flags & SIM_OP_MARK),
+		};
+		if (op->ndeps) {
+			hot[k].dep_stream = (uint8_t)prog->dep_at[op->dep0].stream;
+			hot[k].dep_pos = prog->dep_at[op->dep0].pos;
 		}
 	}
-	free(needed);
+	for (uint32_t k = 0, n; k < len; k += n) {
+		for (n = 1; k + n < len && run_extends(&prog->ops[list[k + n - 1]],
+						      waiters[list[k + n - 1]],
+						      &prog->ops[list[k + n]]); n++) {
+			hot[k].run_ps += prog->ops[list[k + n]].dur_ps;
+			hot[k + n].run_n = 0;
+		}
+		hot[k].run_n = n;
+	}
+}
+
+static void program_seal(struct sim_program *prog)
+{
+	if (prog->sealed)
+		return;
+	uint16_t *waiters = program_waiters(prog);
+	for (unsigned st = 0; st < SIM_MAX_STREAMS; st++)
+		program_stream_hot(prog, st, waiters);
+	free(waiters);
 	prog->sealed = 1;
 }
 
