@@ -60,4 +60,11 @@ int sim_heap_pop(struct sim_heap *h, struct sim_heap_entry *out);
 
 static inline uint32_t sim_heap_size(const struct sim_heap *h) { return h->n; }
 
+/* The event that pops next if it has the time last popped, else NULL: a
+ * look ahead for prefetching, O(1). */
+static inline struct sim_event *sim_heap_peek(const struct sim_heap *h)
+{
+	return h->head < h->b[0].n ? h->b[0].a[h->head].ev : NULL;
+}
+
 #endif

@@ -131,6 +131,8 @@ uint64_t sim_schedule_seq(struct sim *sim, sim_ps t, struct sim_event *ev)
 
 static int report_stuck(struct sim *sim);
 
+static void stream_fire(struct sim *sim, struct sim_event *ev);
+
 int sim_run(struct sim *sim)
 {
 	struct sim_heap_entry e;
@@ -138,6 +140,16 @@ int sim_run(struct sim *sim)
 		sim->now = e.t;
 		sim->fire_seq = e.seq;
 		sim->events++;
+		/* Events of one time come in groups at scale (a tensor-parallel
+		 * group's compute ends together): while this one runs, fetch the
+		 * first lines of the next one's rank if it is a stream's. */
+		struct sim_event *next = sim_heap_peek(&sim->heap);
+		if (next && next->fire == stream_fire) {
+			const struct sim_rank *r =
+				&sim->ranks[container_of(next, struct sim_stream, ev)->rank];
+			__builtin_prefetch(r);
+			__builtin_prefetch((const char *)r + 64);
+		}
 		e.ev->fire(sim, e.ev);
 	}
 	if (!sim->err)
