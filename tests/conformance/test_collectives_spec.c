@@ -13,6 +13,7 @@
 #include "collectives/coll.h"
 #include "scenarios/scenario.h"
 #include "topology/topo.h"
+#include "tests/checkmain.h"
 
 #define TOL 1e-6
 #define ALPHA 10e-6
@@ -293,29 +294,15 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C1-C8 (collectives)");
-	struct {
-		const char *name;
-		const TTest *test;
-	} items[] = {
+	const struct spec_item items[] = {
 		{ "C1", c1_ring_allreduce }, { "C2", c2_ring_reducescatter_allgather },
 		{ "C3", c3_recursive_doubling }, { "C4", c4_crossover }, { "C5", c5_alltoall },
 		{ "C6", c6_busbw }, { "C7", c7_hierarchical }, { "C8", c8_contention },
 	};
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
-		TCase *tc = tcase_create(items[i].name);
-		tcase_set_timeout(tc, 120);
-		_tcase_add_test(tc, items[i].test, 0, 0, 0, 1);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return spec_suite_of("SPEC C1-C8 (collectives)", items, ARRAY_SIZE(items), 120);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

@@ -15,6 +15,7 @@
 #include "parallel/moe.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 /* The idealised setting on the ideal cluster (the link is set per test). */
 static const char *ideal_yaml =
@@ -207,28 +208,15 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C25-C28 (context and expert parallelism)");
-	const struct {
-		const char *name;
-		const TTest *test;
-	} items[] = {
+	const struct spec_item items[] = {
 		{ "C25", c25_ring_threshold }, { "C26", c26_causal_balance },
 		{ "C27", c27_ulysses }, { "C28", c28_experts },
 	};
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
-		TCase *tc = tcase_create(items[i].name);
-		tcase_set_timeout(tc, 300);
-		_tcase_add_test(tc, items[i].test, 0, 0, 0, 1);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return spec_suite_of("SPEC C25-C28 (context and expert parallelism)", items,
+			     ARRAY_SIZE(items), 300);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

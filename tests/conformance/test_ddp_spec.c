@@ -15,6 +15,7 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 #define LESSON CLUSTERSIM_SRCDIR "/scenarios/ddp-lesson.yaml"
 #define ALPHA 10e-6
@@ -201,26 +202,17 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C16-C17 (data parallelism)");
-	TCase *tc = tcase_create("C16");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, c16_only_last_bucket_exposed);
-	tcase_add_test(tc, c16_small_buckets_pay_latency);
-	tcase_add_test(tc, c16_one_bucket_overlaps_nothing);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C17");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, c17_threshold);
-	tcase_add_test(tc, c17_independent_of_model_size);
-	suite_add_tcase(s, tc);
-	return s;
+	const struct spec_item items[] = {
+		{ "C16", c16_only_last_bucket_exposed },
+		{ "C16", c16_small_buckets_pay_latency },
+		{ "C16", c16_one_bucket_overlaps_nothing },
+		{ "C17", c17_threshold },
+		{ "C17", c17_independent_of_model_size },
+	};
+	return spec_suite_of("SPEC C16-C17 (data parallelism)", items, ARRAY_SIZE(items), 300);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

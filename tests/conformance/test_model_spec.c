@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "parallel/model.h"
+#include "tests/checkmain.h"
 
 #define MAX_OPS 64
 
@@ -344,52 +345,33 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C9-C15 (model)");
-	TCase *tc;
-
-	tc = tcase_create("C9");
-	tcase_add_test(tc, c09_layer_gemms);
-	tcase_add_test(tc, c09_head_gemms);
-	tcase_add_test(tc, c09_qkv_shape);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C10");
-	tcase_add_test(tc, c10_gpt_layer);
-	tcase_add_test(tc, c10_llama_layer);
-	tcase_add_test(tc, c10_llama3_8b);
-	tcase_add_test(tc, c10_llama3_70b);
-	tcase_add_test(tc, c10_llama3_405b);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C11");
-	tcase_add_test(tc, c11_adam_mixed_precision);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C12");
-	tcase_add_test(tc, c12_zero_70b_stage3);
-	tcase_add_test(tc, c12_zero_stages);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C13");
-	tcase_add_test(tc, c13_no_flash);
-	tcase_add_test(tc, c13_flash);
-	tcase_add_test(tc, c13_full_checkpoint);
-	tcase_add_test(tc, c13_tp_without_sp);
-	tcase_add_test(tc, c13_tp_with_sp);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C14");
-	tcase_add_test(tc, c14_logits);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C15");
-	tcase_add_test(tc, c15_flops_formula);
-	tcase_add_test(tc, c15_ops_six_per_weight);
-	tcase_add_test(tc, c15_mfu_example);
-	tcase_add_test(tc, c15_hfu_full_recompute);
-	suite_add_tcase(s, tc);
-	return s;
+	const struct spec_item items[] = {
+		{ "C9", c09_layer_gemms },
+		{ "C9", c09_head_gemms },
+		{ "C9", c09_qkv_shape },
+		{ "C10", c10_gpt_layer },
+		{ "C10", c10_llama_layer },
+		{ "C10", c10_llama3_8b },
+		{ "C10", c10_llama3_70b },
+		{ "C10", c10_llama3_405b },
+		{ "C11", c11_adam_mixed_precision },
+		{ "C12", c12_zero_70b_stage3 },
+		{ "C12", c12_zero_stages },
+		{ "C13", c13_no_flash },
+		{ "C13", c13_flash },
+		{ "C13", c13_full_checkpoint },
+		{ "C13", c13_tp_without_sp },
+		{ "C13", c13_tp_with_sp },
+		{ "C14", c14_logits },
+		{ "C15", c15_flops_formula },
+		{ "C15", c15_ops_six_per_weight },
+		{ "C15", c15_mfu_example },
+		{ "C15", c15_hfu_full_recompute },
+	};
+	return spec_suite_of("SPEC C9-C15 (model)", items, ARRAY_SIZE(items), 0);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

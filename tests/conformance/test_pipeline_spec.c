@@ -17,6 +17,7 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 #define MAX_SETS 24
 
@@ -256,28 +257,15 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C20-C24 (tensor and pipeline parallelism)");
-	const struct {
-		const char *name;
-		const TTest *test;
-	} items[] = {
+	const struct spec_item items[] = {
 		{ "C20", c20_tp_collectives }, { "C21", c21_tp_ratio }, { "C22", c22_bubble },
 		{ "C23", c23_in_flight }, { "C24", c24_layout },
 	};
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
-		TCase *tc = tcase_create(items[i].name);
-		tcase_set_timeout(tc, 300);
-		_tcase_add_test(tc, items[i].test, 0, 0, 0, 1);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return spec_suite_of("SPEC C20-C24 (tensor and pipeline parallelism)", items,
+			     ARRAY_SIZE(items), 300);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

@@ -14,6 +14,7 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 #define LESSON CLUSTERSIM_SRCDIR "/scenarios/ddp-lesson.yaml"
 #define COMPARE CLUSTERSIM_SRCDIR "/scenarios/zero-fsdp-compare.yaml"
@@ -223,29 +224,17 @@ END_TEST
 
 static Suite *spec_suite(void)
 {
-	Suite *s = suite_create("SPEC C12, C18, C19 (ZeRO and FSDP)");
-	TCase *tc = tcase_create("C12");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, c12_model_states);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C18");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, c18_communication_volume);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("C19");
-	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, c19_prefetch);
-	tcase_add_test(tc, c19_reshard);
-	tcase_add_test(tc, c19_hsdp);
-	suite_add_tcase(s, tc);
-	return s;
+	const struct spec_item items[] = {
+		{ "C12", c12_model_states },
+		{ "C18", c18_communication_volume },
+		{ "C19", c19_prefetch },
+		{ "C19", c19_reshard },
+		{ "C19", c19_hsdp },
+	};
+	return spec_suite_of("SPEC C12, C18, C19 (ZeRO and FSDP)", items, ARRAY_SIZE(items), 300);
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(spec_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(spec_suite());
 }

@@ -23,6 +23,7 @@
 #include "collectives/coll.h"
 #include "sim/sim.h"
 #include "tests/testlib.h"
+#include "tests/checkmain.h"
 
 static const uint32_t sizes[] = { 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32 };
 enum { NSIZES = sizeof sizes / sizeof sizes[0], PMAX = 32 };
@@ -543,9 +544,5 @@ static Suite *collectives_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(collectives_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(collectives_suite());
 }

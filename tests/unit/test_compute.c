@@ -23,6 +23,7 @@
 
 #include "parallel/compute.h"
 #include "topology/topo.h"
+#include "tests/checkmain.h"
 
 #ifndef CLUSTERSIM_SRCDIR
 #error "build with -DCLUSTERSIM_SRCDIR='\"/path/to/source\"'"
@@ -899,12 +900,6 @@ static Suite *compute_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(compute_suite());
-	int failed;
-
 	setvbuf(stdout, NULL, _IONBF, 0);   /* residuals print before a failure */
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(compute_suite());
 }

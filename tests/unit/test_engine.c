@@ -24,6 +24,7 @@
 #include "collectives/coll.h"
 #include "sim/sim.h"
 #include "tests/testlib.h"
+#include "tests/checkmain.h"
 
 /* ---- the test topology ----------------------------------------------------- */
 
@@ -1177,9 +1178,5 @@ static Suite *engine_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(engine_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(engine_suite());
 }

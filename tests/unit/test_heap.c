@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "sim/heap-int.h"
+#include "tests/checkmain.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -286,9 +287,5 @@ static Suite *heap_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(heap_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(heap_suite());
 }

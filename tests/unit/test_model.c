@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "parallel/model.h"
+#include "tests/checkmain.h"
 
 #define MAX_OPS 64
 
@@ -676,9 +677,5 @@ static Suite *model_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(model_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(model_suite());
 }

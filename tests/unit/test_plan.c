@@ -16,6 +16,7 @@
 #include "parallel/plan.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 #ifndef CLUSTERSIM_SRCDIR
 #error "build with -DCLUSTERSIM_SRCDIR='\"/path/to/source\"'"
@@ -233,9 +234,5 @@ static Suite *plan_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(plan_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(plan_suite());
 }

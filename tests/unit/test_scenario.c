@@ -24,6 +24,7 @@
 
 #include "parallel/model.h"
 #include "scenarios/scenario.h"
+#include "tests/checkmain.h"
 
 #ifndef CLUSTERSIM_SRCDIR
 #error "build with -DCLUSTERSIM_SRCDIR='\"/path/to/source\"'"
@@ -990,9 +991,5 @@ static Suite *scenario_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(scenario_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(scenario_suite());
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "sim/store.h"
+#include "tests/checkmain.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -601,9 +602,5 @@ static Suite *store_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(store_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(store_suite());
 }

@@ -17,6 +17,7 @@
 #include "tests/testlib.h"
 #include "scenarios/scenario.h"
 #include "topology/topo.h"
+#include "tests/checkmain.h"
 
 static const double MiB = 1024.0 * 1024.0;
 
@@ -590,9 +591,5 @@ static Suite *topology_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(topology_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(topology_suite());
 }

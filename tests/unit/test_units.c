@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim/units.h"
+#include "tests/checkmain.h"
 
 /* Equal, or within 1e-12 relative: "1.5KB" is 1500 up to rounding. */
 static int close_enough(double got, double want)
@@ -420,11 +421,5 @@ static Suite *units_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(units_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return check_run(units_suite());
 }
