@@ -76,6 +76,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "parallel/oplist-int.h"
 #include "sim/util.h"
 
 #define MASK_BYTES 1.0    /* a dropout mask element (Korthikanti)         */
@@ -353,19 +354,6 @@ struct fop {
 	struct par_op op;
 };
 
-/* Ops written so far; n counts past max so that callers learn the total. */
-struct oplist {
-	struct par_op *out;
-	size_t max, n;
-};
-
-static void push(struct oplist *l, struct par_op op)
-{
-	if (l->n < l->max)
-		l->out[l->n] = op;
-	l->n++;
-}
-
 static struct fop gemm(const struct geom *g, enum op_id id, double m, double n, double k)
 {
 	struct par_op op = {
@@ -480,8 +468,8 @@ static void push_gemm_grads(struct oplist *l, const struct geom *g, const struct
 	dx.op.name = op_infos[f->id].dx;
 	dw.op.name = op_infos[f->id].dw;
 	dw.op.params = o->k * o->n;  /* the weight's elements on this rank */
-	push(l, dx.op);
-	push(l, dw.op);
+	oplist_push(l, dx.op);
+	oplist_push(l, dw.op);
 }
 
 /* The backward kernels of one forward op. */
@@ -498,7 +486,7 @@ static void push_grads(struct oplist *l, const struct geom *g, const struct fop 
 		op.name = rms_names[f->id][1];
 	op.flops *= info->bwd_flops;
 	op.bytes *= info->bwd_bytes;
-	push(l, op);
+	oplist_push(l, op);
 }
 
 static void push_forward(struct oplist *l, const struct fop *ops, size_t n, int recompute)
@@ -506,7 +494,7 @@ static void push_forward(struct oplist *l, const struct fop *ops, size_t n, int 
 	for (size_t i = 0; i < n; i++) {
 		struct par_op op = ops[i].op;
 		op.recompute = recompute;
-		push(l, op);
+		oplist_push(l, op);
 	}
 }
 
@@ -584,7 +572,7 @@ size_t par_embed_ops(const struct par_model *m, const struct par_training *tr, u
 		op.bytes = g.ea * n + 2 * g.ea * n / g.t + ids;
 		op.params = par_embedding_params(m) / g.t;  /* tied: the head's part too */
 	}
-	push(&l, op);
+	oplist_push(&l, op);
 	return l.n;
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "parallel/oplist-int.h"
 #include "sim/util.h"
 
 void par_moe_load(const struct par_model *m, uint32_t ep, uint64_t seed, unsigned layer,
@@ -44,18 +45,6 @@ void par_moe_load(const struct par_model *m, uint32_t ep, uint64_t seed, unsigne
 	free(order);
 }
 
-struct oplist {
-	struct par_op *out;
-	size_t max, n;
-};
-
-static void push(struct oplist *l, struct par_op op)
-{
-	if (l->n < l->max)
-		l->out[l->n] = op;
-	l->n++;
-}
-
 static struct par_op gemm(const char *name, double m, double n, double k, double e)
 {
 	return (struct par_op){
@@ -70,7 +59,7 @@ static void emit(struct oplist *l, const struct par_op *f, size_t n, enum par_ph
 {
 	if (ph == PAR_FWD) {
 		for (size_t i = 0; i < n; i++)
-			push(l, f[i]);
+			oplist_push(l, f[i]);
 		return;
 	}
 	for (size_t i = n; i-- > 0;) {
@@ -79,7 +68,7 @@ static void emit(struct oplist *l, const struct par_op *f, size_t n, enum par_ph
 			o.name = dx[i];
 			o.flops *= 2;
 			o.bytes *= 2;
-			push(l, o);
+			oplist_push(l, o);
 			continue;
 		}
 		/* dX = dY W^T is m x n . n x k; dW = X^T dY is k x m . m x n */
@@ -87,8 +76,8 @@ static void emit(struct oplist *l, const struct par_op *f, size_t n, enum par_ph
 		struct par_op w = gemm(dw[i], f[i].k, f[i].n, f[i].m, e);
 		w.params = f[i].k * f[i].n * wscale;
 		w.expert = expert;
-		push(l, x);
-		push(l, w);
+		oplist_push(l, x);
+		oplist_push(l, w);
 	}
 }
 
