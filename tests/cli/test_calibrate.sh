@@ -1,0 +1,101 @@
+#!/bin/sh
+# test_calibrate.sh - `clustersim calibrate nccl`: the published A100 sweep
+# (tests/fixtures/nccl/) gives the fit docs/calibration.md quotes; the preset
+# written with -o loads from a scenario's clusters/ folder, and `clustersim
+# collective` on it reproduces the fitted ring time; JSON is well-formed;
+# bad input exits 2 naming the file, line or option and writes nothing.
+# Run by `make check` with CLUSTERSIM and SRCDIR set; prints "N passed, N
+# failed".
+. "${SRCDIR:-.}/tests/cli/lib.sh"
+
+FIX=$SRC/tests/fixtures/nccl
+A100=$FIX/a100-all_reduce_perf.txt
+
+if "$CS" calibrate nccl "$A100" >"$T/out" 2>"$T/err"; then ok "fit runs"
+else bad "fit: $(cat "$T/err")"; fi
+if grep -q "alpha 13.1 us per step .*bus bandwidth 230.2 GB/s" "$T/out" &&
+   grep -q "fitted on 10 times from 33.6 MB to 17.2 GB" "$T/out" &&
+   grep -q "median 2.2 %, worst 9.4 %" "$T/out"; then ok "fit figures"
+else bad "fit figures: $(tail -4 "$T/out")"; fi
+# Every measured size is listed, the fitted ones marked.
+if [ "$(grep -c '  fit$' "$T/out")" = 10 ] && [ "$(grep -c '%' "$T/out")" = 21 ]; then
+	ok "residual table"
+else bad "residual table: $(grep -c '  fit$' "$T/out") fitted rows"; fi
+
+# The range can be chosen.
+"$CS" calibrate nccl "$A100" --fit-min 1GiB >"$T/out" 2>&1
+if grep -q "fitted on 5 times from 1.07 GB" "$T/out" &&
+   grep -q "(--fit-min/--fit-max)" "$T/out"; then ok "--fit-min"
+else bad "--fit-min: $(tail -3 "$T/out")"; fi
+
+# JSON.
+"$CS" calibrate nccl "$A100" --json >"$T/j" 2>&1
+if grep -q '"scope": "nvlink", "ranks": 8, "nodes": 1' "$T/j" &&
+   [ "$(grep -o '"in_fit": true' "$T/j" | wc -l)" = 10 ] &&
+   sqlite3 :memory: "select json_valid(readfile('$T/j'))" 2>/dev/null | grep -qx 1; then
+	ok "json"
+else bad "json: $(head -c 300 "$T/j")"; fi
+
+# A preset a scenario can name.
+mkdir -p "$T/sc/clusters"
+if "$CS" calibrate nccl "$A100" --base dgx-a100 -o "$T/sc/clusters/a100-fit.yaml" \
+	>"$T/out" 2>&1 && grep -q "wrote $T/sc/clusters/a100-fit.yaml" "$T/out"; then
+	ok "preset written"
+else bad "preset: $(cat "$T/out")"; fi
+if grep -q "bandwidth: 230.2" "$T/sc/clusters/a100-fit.yaml" &&
+   grep -q "latency: 13.07" "$T/sc/clusters/a100-fit.yaml" &&
+   grep -q "gpu: A100-SXM-80GB" "$T/sc/clusters/a100-fit.yaml"; then ok "preset figures"
+else bad "preset figures: $(cat "$T/sc/clusters/a100-fit.yaml")"; fi
+cat >"$T/sc/s.yaml" <<'YAML'
+cluster:
+  preset: a100-fit
+  nodes: 2
+model:
+  preset: gpt3-1.3b
+training:
+  seq: 2048
+  global_batch: 16
+parallel:
+  tp: 8
+YAML
+if "$CS" run "$T/sc/s.yaml" --set sim.fidelity=analytic >"$T/out" 2>&1 &&
+   grep -q "a100-fit" "$T/out"; then ok "a scenario names the preset"
+else bad "scenario with the preset: $(head -5 "$T/out")"; fi
+# The simulated ring reproduces the fit: 1 GiB over 8 GPUs, 14 x 13.0771 us +
+# 1.75 GiB / 230.204 GB/s = 8345.6 us (the table's fit column).
+# (collective takes presets from the data folder: the fitted figures are set
+# on dgx-a100.)
+"$CS" collective --cluster dgx-a100 --nodes 1 --algo ring -b 1GiB -e 1GiB \
+	--set cluster.nvlink.bandwidth=230.204GB/s --set cluster.nvlink.latency=13.0771us \
+	>"$T/out" 2>&1
+if grep -q "1073741824 *8345.6" "$T/out"; then ok "collective reproduces the fit"
+else bad "collective: $(cat "$T/out")"; fi
+
+# Bad input: exit 2, a message, no file written.
+expect_bad() {
+	name=$1 want=$2; shift 2
+	rm -f "$T/p.yaml"
+	"$CS" calibrate "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if [ "$rc" = 2 ] && grep -q -- "$want" "$T/err" && [ ! -e "$T/p.yaml" ]; then ok "$name"
+	else bad "$name: exit $rc, $(cat "$T/err")"; fi
+}
+printf '#  size count type time algbw busbw\n 1024 256 float 20.0 0.05\n' >"$T/short.txt"
+: >"$T/empty.txt"
+grep -v "Collective test starting" "$A100" >"$T/results.txt"
+printf 'garbage\n\001\002\n' >"$T/junk.txt"
+expect_bad "no kind" "expected what to calibrate"
+expect_bad "unknown kind" "unknown calibration 'gpu'" gpu "$A100"
+expect_bad "no file" "expected at least one nccl-tests log" nccl
+expect_bad "missing file" "nope.txt: cannot read" nccl "$T/nope.txt"
+expect_bad "empty file" "empty file" nccl "$T/empty.txt"
+expect_bad "garbage" "no nccl-tests table" nccl "$T/junk.txt"
+expect_bad "short row" "short.txt:2: 5 columns: expected 6" nccl "$T/short.txt"
+expect_bad "bad --op" "unknown collective 'bcast'" nccl "$A100" --op bcast
+expect_bad "no op" "which collective" nccl "$T/results.txt"
+expect_bad "-o without --base" "needs --base" nccl "$A100" -o "$T/p.yaml"
+expect_bad "unknown base" "no cluster preset named 'nosuch'" nccl "$A100" --base nosuch -o "$T/p.yaml"
+expect_bad "empty range" "range is empty" nccl "$A100" --fit-min 1GiB --fit-max 1MiB
+expect_bad "one size" "at least two sizes" nccl "$A100" --fit-min 1GiB --fit-max 1GiB
+expect_bad "ranks of one node" "9 ranks" nccl "$A100" --ranks 9 --base dgx-a100 -o "$T/p.yaml"
+finish

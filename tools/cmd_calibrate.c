@@ -1,0 +1,395 @@
+/*
+ * cmd_calibrate.c - `clustersim calibrate nccl FILE...`: fit the ring's
+ * latency and bandwidth to nccl-tests logs, print the fit and its
+ * residuals, and write a cluster preset with the fitted figures.
+ *
+ * Logs are grouped by scope (every rank on one host: the NVLink domain;
+ * several hosts: the network) and each scope is fitted jointly over its
+ * logs (collectives/nccl.h). The preset is the --base cluster with the
+ * fitted scope's latency and bandwidth replaced, and says so in its header.
+ */
+#include "tools/cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/nccl.h"
+#include "scenarios/scenario.h"
+#include "sim/util.h"
+#include "topology/topo.h"
+
+#define MAX_LOGS 7
+
+static const struct cli_opt calib_opts[] = {
+	{ "op", 0, CLI_STR, "OP", "from the log",
+	  "the collective of every log: all_reduce_perf, all_gather_perf, reduce_scatter_perf "
+	  "or alltoall_perf (the log's \"Collective test starting\" line, else its file name)" },
+	{ "ranks", 'n', CLI_COUNT, "N", "the log's rank lines",
+	  "ranks of every log, for logs without the \"#  Rank ...\" lines" },
+	{ "nodes", 'N', CLI_COUNT, "N", "the log's hosts",
+	  "nodes every log spans: 1 fits the NVLink domain, more the network" },
+	{ "inplace", 0, CLI_FLAG, NULL, NULL, "fit the in-place times (default: out-of-place)" },
+	{ "fit-min", 0, CLI_BYTES, "SIZE", "bandwidth-bound range",
+	  "smallest size of the fit (default: from where the bus bandwidth stays at least "
+	  "half its peak)" },
+	{ "fit-max", 0, CLI_BYTES, "SIZE", "largest measured", "largest size of the fit" },
+	{ "base", 'c', CLI_STR, "PRESET", NULL,
+	  "the cluster preset the logs were measured on (GPU, nodes, NICs); needed by -o" },
+	{ "output", 'o', CLI_STR, "FILE", NULL,
+	  "write the base preset with the fitted latency and bandwidth as a cluster preset "
+	  "YAML (name it in a scenario: put it in clusters/ next to the scenario)" },
+	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the tables" },
+	{ 0 },
+};
+
+/* One scope's logs and fit. */
+struct scope {
+	const char *name;            /* "NVLink domain" or "network"  */
+	int inter;                   /* across nodes                  */
+	struct nccl_point *pts;
+	size_t npts;
+	double lo, hi;
+	int lo_given, hi_given;
+	struct nccl_fit fit;
+	int fitted;
+	uint32_t ranks, nodes;       /* of its first log              */
+};
+
+struct calib {
+	struct nccl_log logs[MAX_LOGS];
+	int nlogs;
+	int inplace;
+	struct scope scope[2];       /* [0] inside a node, [1] across  */
+};
+
+static void calib_free(struct calib *c)
+{
+	for (int i = 0; i < c->nlogs; i++)
+		nccl_log_free(&c->logs[i]);
+	free(c->scope[0].pts);
+	free(c->scope[1].pts);
+}
+
+/* Read every log and give each its op, ranks and scope. */
+static int read_logs(struct cli_args *a, struct calib *c)
+{
+	enum nccl_op op = NCCL_OP_NONE;
+	long long ranks = 0, nodes = 0;
+	char err[512];
+
+	if (cli_has(a, "op") && (op = nccl_op_from_name(cli_str(a, "op", ""))) == NCCL_OP_NONE)
+		return cli_error(a, CLI_BADINPUT, "option --op: unknown collective '%s': expected "
+				 "all_reduce_perf, all_gather_perf, reduce_scatter_perf or "
+				 "alltoall_perf", cli_str(a, "op", ""));
+	if (cli_count(a, "ranks", 2, TOPO_MAX_RANKS, &ranks) < 0 ||
+	    cli_count(a, "nodes", 1, TOPO_MAX_RANKS, &nodes) < 0)
+		return CLI_BADINPUT;
+	c->inplace = cli_has(a, "inplace");
+	if (a->npos < 2)
+		return cli_error(a, CLI_BADINPUT, "nccl: expected at least one nccl-tests log "
+				 "(the output of all_reduce_perf and the like)");
+	if (a->npos - 1 > MAX_LOGS)
+		return cli_error(a, CLI_BADINPUT, "nccl: at most %d logs at once", MAX_LOGS);
+	for (int i = 1; i < a->npos; i++) {
+		struct nccl_log *log = &c->logs[c->nlogs];
+		if (nccl_log_read(log, a->pos[i], err, sizeof(err)) < 0)
+			return cli_error(a, CLI_BADINPUT, "%s", err);
+		c->nlogs++;
+		if (op != NCCL_OP_NONE)
+			log->op = op;
+		if (log->op == NCCL_OP_NONE)
+			return cli_error(a, CLI_BADINPUT, "%s: which collective? The log has no "
+					 "\"Collective test starting\" line and its name no test "
+					 "name: give --op", log->name);
+		if (ranks)
+			log->ranks = (uint32_t)ranks;
+		if (log->ranks < 2)
+			return cli_error(a, CLI_BADINPUT, "%s: %s: expected the ranks of the test "
+					 "(\"#  Rank ...\" lines of the log, or --ranks)", log->name,
+					 log->ranks ? "one rank" : "no rank lines");
+		uint32_t n = nodes ? (uint32_t)nodes : log->hosts ? log->hosts : 1;
+		if (n > log->ranks)
+			return cli_error(a, CLI_BADINPUT, "%s: %u nodes for %u ranks: expected at "
+					 "most one node per rank", log->name, n, log->ranks);
+		struct scope *s = &c->scope[n > 1];
+		if (!s->ranks)
+			s->ranks = log->ranks, s->nodes = n;
+		s->pts = xreallocarray(s->pts, s->npts + log->nrows, sizeof(*s->pts));
+		for (size_t r = 0; r < log->nrows; r++) {
+			double t = log->rows[r].time_s[c->inplace];
+			if (t > 0)
+				s->pts[s->npts++] = (struct nccl_point){ log->op, log->ranks,
+									 log->rows[r].bytes, t };
+		}
+	}
+	return CLI_OK;
+}
+
+static int fit_scopes(struct cli_args *a, struct calib *c)
+{
+	double lo = 0, hi = 0;
+	char err[512];
+	if (cli_units(a, "fit-min", &lo) < 0 || cli_units(a, "fit-max", &hi) < 0)
+		return CLI_BADINPUT;
+	for (int k = 0; k < 2; k++) {
+		struct scope *s = &c->scope[k];
+		s->name = k ? "network (across nodes)" : "NVLink domain (inside a node)";
+		s->inter = k;
+		if (!s->npts) {
+			if (s->ranks)
+				return cli_error(a, CLI_BADINPUT, "the %s logs have no %s times",
+						 s->name, c->inplace ? "in-place" : "out-of-place");
+			continue;
+		}
+		nccl_fit_range(s->pts, s->npts, &s->lo, &s->hi);
+		if ((s->lo_given = cli_has(a, "fit-min")))
+			s->lo = lo;
+		if ((s->hi_given = cli_has(a, "fit-max")))
+			s->hi = hi;
+		if (s->lo > s->hi)
+			return cli_error(a, CLI_BADINPUT, "the fit's range is empty: --fit-min %.0f "
+					 "bytes is above --fit-max %.0f bytes", s->lo, s->hi);
+		if (nccl_fit(s->pts, s->npts, s->lo, s->hi, &s->fit, err, sizeof(err)) < 0)
+			return cli_error(a, CLI_BADINPUT, "%s: %s", s->name, err);
+		s->fitted = 1;
+	}
+	return CLI_OK;
+}
+
+static const struct scope *scope_of(const struct calib *c, const struct nccl_log *log)
+{
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < c->scope[k].npts; i++)
+			if (c->scope[k].pts[i].op == log->op && c->scope[k].pts[i].n == log->ranks &&
+			    log->nrows && c->scope[k].pts[i].bytes == log->rows[0].bytes)
+				return &c->scope[k];
+	return NULL;
+}
+
+static void print_tables(const struct calib *c)
+{
+	char b1[32], b2[32];
+	for (int i = 0; i < c->nlogs; i++) {
+		const struct nccl_log *log = &c->logs[i];
+		const struct scope *s = scope_of(c, log);
+		if (!s)
+			continue;
+		printf("# %s: %s, %u ranks, %s, %s times\n", log->name, nccl_op_test(log->op),
+		       log->ranks, s->inter ? "across nodes" : "inside one node",
+		       c->inplace ? "in-place" : "out-of-place");
+		printf("# %13s %12s %12s %12s %12s %8s\n", "size(B)", "time(us)", "busbw(GB/s)",
+		       "fit(us)", "fit busbw", "error");
+		double f = nccl_busbw_factor(log->op, log->ranks);
+		for (size_t r = 0; r < log->nrows; r++) {
+			double t = log->rows[r].time_s[c->inplace], S = log->rows[r].bytes;
+			if (t <= 0)
+				continue;
+			double tf = nccl_ring_time_s(log->op, log->ranks, S, s->fit.alpha_s,
+						     s->fit.bw_Bps);
+			printf("  %13.0f %12.2f %12.2f %12.2f %12.2f %+7.1f%%%s\n", S, t * 1e6,
+			       S * f / t / 1e9, tf * 1e6, S * f / tf / 1e9, (tf / t - 1) * 100,
+			       S >= s->lo && S <= s->hi ? "  fit" : "");
+		}
+		printf("\n");
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct scope *s = &c->scope[k];
+		if (!s->fitted)
+			continue;
+		printf("%s, ring: alpha %.3g us per step (+/- %.2g), bus bandwidth %.4g GB/s "
+		       "(+/- %.2g)\n", s->name, s->fit.alpha_s * 1e6, s->fit.alpha_sd_s * 1e6,
+		       s->fit.bw_Bps / 1e9, s->fit.bw_sd_Bps / 1e9);
+		printf("  fitted on %zu times from %s to %s (%s), weights 1/t^2\n", s->fit.used,
+		       sim_units_format(SIM_UNIT_BYTES, s->lo, b1, sizeof(b1)),
+		       sim_units_format(SIM_UNIT_BYTES, s->hi, b2, sizeof(b2)),
+		       s->lo_given || s->hi_given ? "--fit-min/--fit-max"
+						  : "bandwidth-bound: bus bandwidth at least half "
+						    "its peak");
+		printf("  time error in the range: median %.1f %%, worst %.1f %%\n",
+		       s->fit.median_err * 100, s->fit.worst_err * 100);
+		if (s->fit.alpha_fixed)
+			printf("  the range does not resolve the latency (it fitted negative): "
+			       "alpha set to 0; add smaller sizes with --fit-min\n");
+	}
+}
+
+static void print_json(const struct calib *c)
+{
+	printf("{\"inplace\": %s, \"fits\": [", c->inplace ? "true" : "false");
+	int first = 1;
+	for (int k = 0; k < 2; k++) {
+		const struct scope *s = &c->scope[k];
+		if (!s->fitted)
+			continue;
+		printf("%s{\"scope\": \"%s\", \"ranks\": %u, \"nodes\": %u, \"alpha_s\": %.6g, "
+		       "\"alpha_sd_s\": %.3g, \"busbw_Bps\": %.6g, \"busbw_sd_Bps\": %.3g, "
+		       "\"fit_min_bytes\": %.0f, \"fit_max_bytes\": %.0f, \"points\": %zu, "
+		       "\"median_error\": %.4f, \"worst_error\": %.4f, \"alpha_fixed\": %s}",
+		       first ? "" : ", ", s->inter ? "network" : "nvlink", s->ranks, s->nodes,
+		       s->fit.alpha_s, s->fit.alpha_sd_s, s->fit.bw_Bps, s->fit.bw_sd_Bps, s->lo,
+		       s->hi, s->fit.used, s->fit.median_err, s->fit.worst_err,
+		       s->fit.alpha_fixed ? "true" : "false");
+		first = 0;
+	}
+	printf("], \"rows\": [");
+	first = 1;
+	for (int i = 0; i < c->nlogs; i++) {
+		const struct nccl_log *log = &c->logs[i];
+		const struct scope *s = scope_of(c, log);
+		char name[512];
+		sim_json_escape(log->name, name, sizeof(name));
+		for (size_t r = 0; s && r < log->nrows; r++) {
+			double t = log->rows[r].time_s[c->inplace], S = log->rows[r].bytes;
+			if (t <= 0)
+				continue;
+			double tf = nccl_ring_time_s(log->op, log->ranks, S, s->fit.alpha_s,
+						     s->fit.bw_Bps);
+			printf("%s{\"file\": \"%s\", \"op\": \"%s\", \"ranks\": %u, \"bytes\": %.0f, "
+			       "\"time_s\": %.6g, \"fit_time_s\": %.6g, \"in_fit\": %s}",
+			       first ? "" : ", ", name, nccl_op_coll(log->op), log->ranks, S, t, tf,
+			       S >= s->lo && S <= s->hi ? "true" : "false");
+			first = 0;
+		}
+	}
+	printf("]}\n");
+}
+
+/* YAML text: quotes and backslashes escaped. */
+static void yaml_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static int write_preset(struct cli_args *a, const struct calib *c)
+{
+	const char *path = cli_str(a, "output", NULL), *base = cli_str(a, "base", NULL);
+	struct topo_config t;
+	char err[512];
+	if (!base)
+		return cli_error(a, CLI_BADINPUT, "option -o/--output needs --base PRESET: the "
+				 "cluster the logs were measured on (its GPU, nodes and NICs)");
+	if (scn_cluster_preset(&t, base, err, sizeof(err)) < 0)
+		return cli_error(a, CLI_BADINPUT, "option --base: %s", err);
+	if (t.kind != TOPO_FATTREE)
+		return cli_error(a, CLI_BADINPUT, "option --base: '%s' is not a fat tree of NVLink "
+				 "nodes: the fit sets NVLink and network figures", base);
+	const struct scope *in = &c->scope[0], *out = &c->scope[1];
+	if (in->fitted && in->ranks > t.gpus_per_node)
+		return cli_error(a, CLI_BADINPUT, "a log inside one node has %u ranks, but %s has "
+				 "%u GPUs per node", in->ranks, base, t.gpus_per_node);
+	if (in->fitted) {
+		t.nvlink_bw_Bps = in->fit.bw_Bps;
+		t.nvlink_lat_s = in->fit.alpha_s;
+	}
+	if (out->fitted) {
+		/* A ring across nodes runs one channel per NIC rail: each GPU's
+		 * share of the bus bandwidth crosses its node's NICs. */
+		t.net_bw_Bps = out->fit.bw_Bps * t.gpus_per_node / t.nics_per_node;
+		t.net_lat_s = out->fit.alpha_s;
+	}
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return cli_error(a, CLI_BADINPUT, "option -o: cannot write %s", path);
+	fprintf(f, "# Written by: %s\n", a->line);
+	fprintf(f, "# The cluster preset %s with the ring latency and bandwidth fitted to "
+		"nccl-tests logs\n# (%s times, weighted least squares):\n", base,
+		c->inplace ? "in-place" : "out-of-place");
+	for (int i = 0; i < c->nlogs; i++)
+		fprintf(f, "#   %s: %s, %u ranks\n", c->logs[i].name,
+			nccl_op_test(c->logs[i].op), c->logs[i].ranks);
+	for (int k = 0; k < 2; k++) {
+		const struct scope *s = &c->scope[k];
+		if (!s->fitted)
+			continue;
+		fprintf(f, "# - %s: alpha %.4g us per ring step, bus bandwidth %.4g GB/s, from %zu "
+			"sizes of %.0f to %.0f bytes;\n#   time error there: median %.1f %%, worst "
+			"%.1f %%.\n", s->name, s->fit.alpha_s * 1e6, s->fit.bw_Bps / 1e9,
+			s->fit.used, s->lo, s->hi, s->fit.median_err * 100, s->fit.worst_err * 100);
+	}
+	if (out->fitted && t.gpus_per_node != t.nics_per_node)
+		fprintf(f, "# - network.bandwidth is the bus bandwidth x %u GPUs / %u NICs per "
+			"node.\n", t.gpus_per_node, t.nics_per_node);
+	fprintf(f, "# Everything else is %s's.\ncluster:\n  topology: fattree\n", base);
+	char desc[256], src[1024];
+	snprintf(desc, sizeof(desc), "%s, latency and bandwidth fitted to nccl-tests", base);
+	snprintf(src, sizeof(src), "%s (%s); %s%s%s fitted by clustersim calibrate nccl", base,
+		 t.source, in->fitted ? "NVLink" : "", in->fitted && out->fitted ? " and " : "",
+		 out->fitted ? "network" : "");
+	fprintf(f, "  description: ");
+	yaml_str(f, desc);
+	fprintf(f, "\n  source: ");
+	yaml_str(f, src);
+	fprintf(f, "\n  gpu: %s\n  nodes: %u\n  gpus_per_node: %u\n", t.gpu, t.nodes,
+		t.gpus_per_node);
+	fprintf(f, "  nvlink:\n    bandwidth: %.6gGB/s\n    latency: %.6gus\n",
+		t.nvlink_bw_Bps / 1e9, t.nvlink_lat_s * 1e6);
+	fprintf(f, "  network:\n    bandwidth: %.6gGB/s\n    latency: %.6gus\n"
+		"    nics_per_node: %u\n    oversubscription: %g\n    nodes_per_leaf: %u\n"
+		"    hop_latency: %.6gus\n", t.net_bw_Bps / 1e9, t.net_lat_s * 1e6, t.nics_per_node,
+		t.oversub, t.nodes_per_leaf, t.hop_lat_s * 1e6);
+	fprintf(f, "  pcie:\n    bandwidth: %.6gGB/s\n", t.pcie_bw_Bps / 1e9);
+	if (fclose(f) != 0)
+		return cli_error(a, CLI_FAIL, "cannot write %s", path);
+	return CLI_OK;
+}
+
+static int calibrate_nccl(struct cli_args *a)
+{
+	struct calib c = { 0 };
+	int rc = read_logs(a, &c);
+	if (rc == CLI_OK)
+		rc = fit_scopes(a, &c);
+	if (rc == CLI_OK && cli_has(a, "output"))
+		rc = write_preset(a, &c);
+	if (rc == CLI_OK) {
+		if (cli_has(a, "json"))
+			print_json(&c);
+		else
+			print_tables(&c);
+		if (cli_has(a, "output") && !cli_has(a, "json"))
+			printf("wrote %s\n", cli_str(a, "output", ""));
+	}
+	calib_free(&c);
+	return rc;
+}
+
+static int calibrate_run(struct cli_args *a)
+{
+	if (a->npos == 0)
+		return cli_error(a, CLI_BADINPUT, "expected what to calibrate: nccl FILE...");
+	if (!strcmp(a->pos[0], "nccl"))
+		return calibrate_nccl(a);
+	return cli_error(a, CLI_BADINPUT, "unknown calibration '%s': expected nccl", a->pos[0]);
+}
+
+const struct cli_cmd cli_cmd_calibrate = {
+	.name = "calibrate",
+	.usage = "nccl FILE... [OPTIONS]",
+	.summary = "Fit the network's latency and bandwidth to nccl-tests logs; write a preset.",
+	.description =
+		"`calibrate nccl` reads the output of nccl-tests (all_reduce_perf, "
+		"all_gather_perf, reduce_scatter_perf, alltoall_perf: their text tables, "
+		"out-of-place or in-place columns) and fits the ring's closed form "
+		"t = steps x alpha + S x f / B to the times by weighted least squares (GSL; "
+		"weights 1/t^2, so every size counts by its relative error). steps is 2(n-1) "
+		"for all-reduce and n-1 for the others; f is nccl-tests' bus-bandwidth factor, "
+		"so B is the bus bandwidth the ring tends to. Logs whose ranks sit on one host "
+		"fit the NVLink domain; logs across hosts fit the network; several logs of one "
+		"scope fit together.\n\n"
+		"The fit covers the bandwidth-bound sizes by default (from where the bus "
+		"bandwidth stays at least half its peak), where training's messages lie; "
+		"--fit-min and --fit-max choose another range. The tables give every size's "
+		"measured and fitted time and the error; sizes outside the range are shown too. "
+		"With -o and --base the base preset is written with the fitted latency and "
+		"bandwidth (docs/calibration.md).",
+	.opts = calib_opts,
+	.run = calibrate_run,
+};
