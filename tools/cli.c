@@ -22,6 +22,7 @@ const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_plan,
 	&cli_cmd_collective,
 	&cli_cmd_calibrate,
+	&cli_cmd_validate,
 	&cli_cmd_export,
 	&cli_cmd_plot,
 	&cli_cmd_report,

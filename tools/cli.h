@@ -65,6 +65,7 @@ struct cli_cmd {
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_collective;
 extern const struct cli_cmd cli_cmd_calibrate;
+extern const struct cli_cmd cli_cmd_validate;
 extern const struct cli_cmd cli_cmd_sweep;
 extern const struct cli_cmd cli_cmd_plan;
 extern const struct cli_cmd cli_cmd_export;

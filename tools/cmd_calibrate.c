@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/bench.h"
+#include "collectives/coll.h"
 #include "collectives/nccl.h"
 #include "scenarios/scenario.h"
 #include "sim/util.h"
@@ -268,6 +270,79 @@ static void yaml_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The op and algorithm of a scope's first log, as the engine names them. */
+static void scope_coll(const struct calib *c, const struct scope *s, enum sim_coll_op *op,
+		       const struct sim_coll_algo **algo)
+{
+	static const enum sim_coll_op ops[] = {
+		[NCCL_OP_ALLREDUCE] = SIM_COLL_ALLREDUCE,
+		[NCCL_OP_ALLGATHER] = SIM_COLL_ALLGATHER,
+		[NCCL_OP_REDUCESCATTER] = SIM_COLL_REDUCESCATTER,
+		[NCCL_OP_ALLTOALL] = SIM_COLL_ALLTOALL,
+	};
+	enum nccl_op o = s->pts[0].op;
+	(void)c;
+	*op = ops[o];
+	*algo = o == NCCL_OP_ALLTOALL ? &coll_pairwise : &coll_ring;
+}
+
+/* The simulated collective's own α and B on cluster t (closed form, two sizes). */
+static int simulated_alpha_bw(const struct calib *c, const struct scope *s,
+			      const struct topo_config *t, double *alpha, double *bw, char *err,
+			      size_t errlen)
+{
+	struct coll_bench_config cfg = { .cluster = *t, .nranks = s->ranks,
+					 .fidelity = SIM_FIDELITY_ANALYTIC };
+	cfg.cluster.nodes = s->nodes;
+	scope_coll(c, s, &cfg.op, &cfg.algo);
+	struct coll_bench *b = coll_bench_new(&cfg, err, errlen);
+	if (!b)
+		return -1;
+	const double S[2] = { s->lo, s->hi > s->lo ? s->hi : 2 * s->lo };
+	struct coll_bench_result r[2];
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++)
+		rc = coll_bench_check(b, S[i], err, errlen) ||
+		     coll_bench_run(b, S[i], &r[i], err, errlen) ? -1 : 0;
+	coll_bench_free(b);
+	if (rc)
+		return -1;
+	enum nccl_op op = s->pts[0].op;
+	double f = nccl_busbw_factor(op, s->ranks);
+	*bw = (S[1] - S[0]) * f / (r[1].time_s - r[0].time_s);
+	*alpha = (r[0].time_s - S[0] * f / *bw) / nccl_ring_steps(op, s->ranks);
+	return 0;
+}
+
+/*
+ * The network's latency and bandwidth that make the simulated collective
+ * across nodes match the fit. How the bus bandwidth follows from a NIC's
+ * depends on the fabric (one ring channel per NIC rail, NICs shared by
+ * GPUs), so it is read off the simulator: with the base preset's figures
+ * it gives a bus bandwidth k times the NIC's and a step latency h above
+ * network.latency (switch hops), so B_nic = B / k and latency = α - h.
+ * The result is simulated again to check it reproduces the fit.
+ */
+static int network_figures(struct cli_args *a, const struct calib *c, struct topo_config *t)
+{
+	const struct scope *s = &c->scope[1];
+	double alpha0, bw0, alpha1, bw1;
+	char err[512];
+	if (simulated_alpha_bw(c, s, t, &alpha0, &bw0, err, sizeof(err)) < 0)
+		return cli_error(a, CLI_BADINPUT, "the logs across nodes on --base: %s", err);
+	double k = bw0 / t->net_bw_Bps, h = alpha0 - t->net_lat_s;
+	t->net_bw_Bps = s->fit.bw_Bps / k;
+	t->net_lat_s = fmax(0, s->fit.alpha_s - h);
+	if (simulated_alpha_bw(c, s, t, &alpha1, &bw1, err, sizeof(err)) < 0)
+		return cli_error(a, CLI_BADINPUT, "the logs across nodes on --base: %s", err);
+	if (fabs(bw1 / s->fit.bw_Bps - 1) > 0.01)
+		return cli_error(a, CLI_BADINPUT, "the bus bandwidth across nodes, %.4g GB/s, "
+				 "is not the network's to give on --base (NVLink or the fabric "
+				 "limits the simulated ring to %.4g GB/s)", s->fit.bw_Bps / 1e9,
+				 bw1 / 1e9);
+	return CLI_OK;
+}
+
 static int write_preset(struct cli_args *a, const struct calib *c)
 {
 	const char *path = cli_str(a, "output", NULL), *base = cli_str(a, "base", NULL);
@@ -289,16 +364,14 @@ static int write_preset(struct cli_args *a, const struct calib *c)
 		t.nvlink_bw_Bps = in->fit.bw_Bps;
 		t.nvlink_lat_s = in->fit.alpha_s;
 	}
-	if (out->fitted) {
-		/* A ring across nodes runs one channel per NIC rail: each GPU's
-		 * share of the bus bandwidth crosses its node's NICs. */
-		t.net_bw_Bps = out->fit.bw_Bps * t.gpus_per_node / t.nics_per_node;
-		t.net_lat_s = out->fit.alpha_s;
-	}
+	if (out->fitted && network_figures(a, c, &t) != CLI_OK)
+		return CLI_BADINPUT;
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return cli_error(a, CLI_BADINPUT, "option -o: cannot write %s", path);
-	fprintf(f, "# Written by: %s\n", a->line);
+	/* The command as typed, with the program's own path as its name. */
+	const char *args = a->line ? strchr(a->line, ' ') : NULL;
+	fprintf(f, "# Written by: clustersim%s\n", args ? args : "");
 	fprintf(f, "# The cluster preset %s with the ring latency and bandwidth fitted to "
 		"nccl-tests logs\n# (%s times, weighted least squares):\n", base,
 		c->inplace ? "in-place" : "out-of-place");
@@ -314,9 +387,11 @@ static int write_preset(struct cli_args *a, const struct calib *c)
 			"%.1f %%.\n", s->name, s->fit.alpha_s * 1e6, s->fit.bw_Bps / 1e9,
 			s->fit.used, s->lo, s->hi, s->fit.median_err * 100, s->fit.worst_err * 100);
 	}
-	if (out->fitted && t.gpus_per_node != t.nics_per_node)
-		fprintf(f, "# - network.bandwidth is the bus bandwidth x %u GPUs / %u NICs per "
-			"node.\n", t.gpus_per_node, t.nics_per_node);
+	if (out->fitted)
+		fprintf(f, "# - network: the NIC bandwidth (%.4g GB/s) and latency (%.4g us) with "
+			"which the simulated\n#   %s across %u nodes reproduces the fit.\n",
+			t.net_bw_Bps / 1e9, t.net_lat_s * 1e6, nccl_op_coll(out->pts[0].op),
+			out->nodes);
 	fprintf(f, "# Everything else is %s's.\ncluster:\n  topology: fattree\n", base);
 	char desc[256], src[1024];
 	snprintf(desc, sizeof(desc), "%s, latency and bandwidth fitted to nccl-tests", base);

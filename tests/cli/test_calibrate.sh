@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_calibrate.sh - `clustersim calibrate nccl`: the published A100 sweep
-# (tests/fixtures/nccl/) gives the fit docs/calibration.md quotes; the preset
+# (scenarios/validation/nccl/) gives the fit docs/calibration.md quotes; the preset
 # written with -o loads from a scenario's clusters/ folder, and `clustersim
 # collective` on it reproduces the fitted ring time; JSON is well-formed;
 # bad input exits 2 naming the file, line or option and writes nothing.
@@ -8,7 +8,7 @@
 # failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 
-FIX=$SRC/tests/fixtures/nccl
+FIX=$SRC/scenarios/validation/nccl
 A100=$FIX/a100-all_reduce_perf.txt
 
 if "$CS" calibrate nccl "$A100" >"$T/out" 2>"$T/err"; then ok "fit runs"
@@ -70,6 +70,26 @@ else bad "scenario with the preset: $(head -5 "$T/out")"; fi
 	>"$T/out" 2>&1
 if grep -q "1073741824 *8345.6" "$T/out"; then ok "collective reproduces the fit"
 else bad "collective: $(cat "$T/out")"; fi
+
+# Across nodes: a log the simulator wrote (ring all-reduce over 2 dgx-h100
+# nodes, laid out as all_reduce_perf prints it) gives back dgx-h100's own
+# network figures, 50 GB/s per NIC and 5 us.
+"$CS" collective --cluster dgx-h100 --nodes 2 --algo ring -b 1MiB -e 4GiB --fidelity analytic \
+	--csv "$T/two.csv" >/dev/null 2>&1
+{
+	echo "# Collective test starting: all_reduce_perf"
+	for r in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+		printf '#  Rank %2d Group  0 Pid %5d on %8s device %2d [0x00] NVIDIA H100\n' \
+			"$r" "$r" "node$((r / 8))" "$((r % 8))"
+	done
+	echo "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+	awk -F, 'NR > 1 { printf "%12.0f %12.0f float sum -1 %.2f %.2f %.2f 0 N/A N/A N/A N/A\n", $5, $5 / 4, $6 * 1e6, $7, $8 }' "$T/two.csv"
+} >"$T/two-nodes.txt"
+if "$CS" calibrate nccl "$T/two-nodes.txt" --base dgx-h100 -o "$T/two.yaml" >"$T/out" 2>&1 &&
+   grep -q "network (across nodes), ring: alpha 5 us per step .*bus bandwidth 400 GB/s" "$T/out" &&
+   grep -q "bandwidth: 50.00" "$T/two.yaml" && grep -q "latency: 5.000" "$T/two.yaml" &&
+   grep -q "bandwidth: 450GB/s" "$T/two.yaml"; then ok "network figures across nodes"
+else bad "network figures: $(cat "$T/out") $(grep -A3 network: "$T/two.yaml")"; fi
 
 # Bad input: exit 2, a message, no file written.
 expect_bad() {

@@ -6,7 +6,7 @@
  * from times made by the closed form, a joint fit of two collectives, a
  * negative latency set to zero, too few sizes) and its default range; and
  * the fit of the published A100 sweep that docs/calibration.md quotes
- * (tests/fixtures/nccl/, converted from shared/validation/published.csv).
+ * (scenarios/validation/nccl/, converted from shared/validation/published.csv).
  */
 #include <check.h>
 #include <math.h>
@@ -20,7 +20,7 @@
 #error "build with -DCLUSTERSIM_SRCDIR='\"/path/to/source\"'"
 #endif
 
-#define FIXTURES CLUSTERSIM_SRCDIR "/tests/fixtures/nccl/"
+#define FIXTURES CLUSTERSIM_SRCDIR "/scenarios/validation/nccl/"
 
 static int parse(struct nccl_log *log, const char *name, const char *text, char *err,
 		 size_t errlen)
