@@ -284,6 +284,72 @@ out:
 	return rc;
 }
 
+/* The points a curve passes through, x back from log10. */
+static struct par_gemm_knot *curve_knots(const struct curve *c, size_t *n)
+{
+	struct par_gemm_knot *k = xcalloc(c->n ? c->n : 1, sizeof(*k));
+	for (size_t i = 0; i < c->n; i++)
+		k[i] = (struct par_gemm_knot){ pow(10, c->x[i]), c->y[i] };
+	*n = c->n;
+	return k;
+}
+
+int par_gemm_table_fit(const char *path, const struct topo_gpu *gpu, struct par_gemm_table *out,
+		       char *err, size_t errlen)
+{
+	static const char *const names[GE_NCOLS] = {
+		[GE_M] = "M", [GE_N] = "N", [GE_K] = "K", [GE_FLOPS] = "flops", [GE_MS] = "ms",
+	};
+	struct par_compute_model cm = { .gpu = gpu };
+	struct sheet sh;
+	int col[GE_NCOLS];
+
+	memset(out, 0, sizeof(*out));
+	if (!(gpu->bf16 > 0))
+		return sim_errf(err, errlen, "GPU %s has no bf16 peak to measure against", gpu->name);
+	if (sheet_read(&sh, NULL, path, err, errlen))
+		return -1;
+	if (sheet_cols(&sh, names, col, GE_NCOLS, err, errlen) ||
+	    load_gemm(&cm, &sh, gpu, err, errlen)) {
+		sheet_free(&sh);
+		return -1;
+	}
+	out->rows = xcalloc(sh.nrows, sizeof(*out->rows));
+	out->nrows = sh.nrows;
+	for (size_t i = 0; i < sh.nrows; i++) {
+		struct par_gemm_row *r = &out->rows[i];
+		/* load_gemm has checked every cell. */
+		sheet_pos(&sh, i, col[GE_M], &r->m, err, errlen);
+		sheet_pos(&sh, i, col[GE_N], &r->n, err, errlen);
+		sheet_pos(&sh, i, col[GE_K], &r->k, err, errlen);
+		sheet_pos(&sh, i, col[GE_FLOPS], &r->flops, err, errlen);
+		sheet_pos(&sh, i, col[GE_MS], &r->ms, err, errlen);
+		r->line = sh.line[i];
+		r->eff = r->flops / (r->ms * 1e-3 * gpu->bf16);
+		double lf = log10(r->flops), ld = log10(fmin(r->m, fmin(r->n, r->k)));
+		r->fit[PAR_GEMM_FIT_FLOPS] = curve_eval(&cm.gemm, lf);
+		r->fit[PAR_GEMM_FIT_FLOPS_MINDIM] = curve_eval(&cm.gemm_f, lf) *
+						    curve_eval(&cm.gemm_g, ld);
+	}
+	out->flops = curve_knots(&cm.gemm, &out->nflops);
+	out->f = curve_knots(&cm.gemm_f, &out->nf);
+	out->g = curve_knots(&cm.gemm_g, &out->ng);
+	curve_free(&cm.gemm);
+	curve_free(&cm.gemm_f);
+	curve_free(&cm.gemm_g);
+	sheet_free(&sh);
+	return 0;
+}
+
+void par_gemm_table_free(struct par_gemm_table *t)
+{
+	free(t->rows);
+	free(t->flops);
+	free(t->f);
+	free(t->g);
+	memset(t, 0, sizeof(*t));
+}
+
 /* ---- attention.csv ------------------------------------------------------------ */
 
 enum { AT_BACKEND, AT_CAUSAL, AT_FLOPS, AT_FWD_MS, AT_BWD_MS, AT_NCOLS };
@@ -558,18 +624,38 @@ static int load_ceilings(struct par_compute_model *cm, const struct sheet *sh,
 
 /* ---- the model ------------------------------------------------------------------- */
 
-/* The GPU a table was measured on: calib_gpus[], else a preset of its name. */
+/*
+ * The GPU a table was measured on: the preset named in the folder's
+ * gpu.txt (written by `clustersim calibrate gemm`), else calib_gpus[], else
+ * a preset of the folder's name.
+ */
 static const struct topo_gpu *table_gpu(const char *table, const char *dir,
 					char *err, size_t errlen)
 {
-	const struct topo_gpu *g = topo_gpu_find(table);
-
+	const struct topo_gpu *g = NULL;
+	char *path = xasprintf("%s/gpu.txt", dir), name[64] = "";
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\r\n")] = 0;
+		fclose(f);
+		if (!(g = topo_gpu_find(name))) {
+			sim_errf(err, errlen, "%s: unknown GPU preset '%s' (see clustersim presets)",
+				 path, name);
+			free(path);
+			return NULL;
+		}
+	}
+	free(path);
+	if (!g)
+		g = topo_gpu_find(table);
 	for (size_t i = 0; i < ARRAY_SIZE(calib_gpus) && !g; i++)
 		if (strcmp(calib_gpus[i].table, table) == 0)
 			g = topo_gpu_find(calib_gpus[i].gpu);
 	if (!g) {
-		sim_errf(err, errlen, "calibration table '%s' (%s): unknown measured GPU: name its "
-		     "folder after a GPU preset or list it in parallel/compute.c", table, dir);
+		sim_errf(err, errlen, "calibration table '%s' (%s): unknown measured GPU: write its "
+		     "preset name in gpu.txt there, name the folder after a GPU preset, or list it "
+		     "in parallel/compute.c", table, dir);
 		return NULL;
 	}
 	if (g->bf16 <= 0 || g->hbm_Bps <= 0) {

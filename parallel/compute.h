@@ -66,4 +66,36 @@ enum par_gemm_fit {
 double par_compute_gemm_efficiency(const struct par_compute_model *cm, enum par_gemm_fit fit,
 				   const struct par_op *op);
 
+/*
+ * A GEMM table fitted on its own, as par_compute_model_new fits it
+ * (`clustersim calibrate gemm`): every row's measured efficiency against
+ * the measured GPU's dense bf16 peak and what each fit gives for it, and
+ * the points the fits' splines pass through.
+ */
+struct par_gemm_row {
+	double m, n, k, flops, ms;
+	double eff;                 /* measured: flops / (ms x peak)          */
+	double fit[2];              /* by enum par_gemm_fit                   */
+	size_t line;                /* in the file                            */
+};
+
+struct par_gemm_knot {
+	double x, y;
+};
+
+struct par_gemm_table {
+	struct par_gemm_row *rows;
+	size_t nrows;
+	struct par_gemm_knot *flops;   /* FLOPs -> efficiency (PAR_GEMM_FIT_FLOPS)  */
+	struct par_gemm_knot *f;       /* FLOPs -> f of the two-factor fit          */
+	struct par_gemm_knot *g;       /* smallest dimension -> factor g            */
+	size_t nflops, nf, ng;
+};
+
+/* Read and fit a gemm.csv (columns M, N, K, flops, ms) measured on gpu.
+ * 0, or -1 with err naming the file, line and column. */
+int par_gemm_table_fit(const char *path, const struct topo_gpu *gpu, struct par_gemm_table *out,
+		       char *err, size_t errlen);
+void par_gemm_table_free(struct par_gemm_table *t);
+
 #endif

@@ -165,7 +165,8 @@ static const struct key keys[] = {
 	  NULL, "all-to-all algorithm: pairwise or auto" },
 	/* compute */
 	{ "compute.efficiency", KT_EFF, OFF(compute.efficiency), 0, 1, "h200", NULL,
-	  "a flat efficiency in (0, 1] (1 = pure roofline), or a calibration table name" },
+	  "a flat efficiency in (0, 1] (1 = pure roofline), or a calibration table: "
+	  "calibration/NAME/ next to the scenario, else in the data folder" },
 	{ "compute.launch_overhead", KT_TIME, OFF(compute.launch_s), 0, 1, "1.1us", NULL,
 	  "added to every kernel (measured on H200: 1.1 us per kernel in a CUDA graph)" },
 	/* sim */

@@ -186,6 +186,23 @@ static void derive(struct scn *s)
 		m->moe.expert_ffn = m->ffn;
 }
 
+/*
+ * Where compute.efficiency's table is: the scenario's own folder
+ * (calibration/NAME/ next to it, as `clustersim calibrate gemm -o` writes
+ * one) before the data folder, as for presets.
+ */
+static void calibration_dir(struct scn *s)
+{
+	char tmp[1024], probe[2200];
+	if (!*s->path || !*s->compute.table)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s", s->path);
+	const char *dir = dirname(tmp);
+	snprintf(probe, sizeof(probe), "%s/calibration/%s/gemm.csv", dir, s->compute.table);
+	if (access(probe, R_OK) == 0)
+		snprintf(s->datadir, sizeof(s->datadir), "%s", dir);
+}
+
 static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
 		char *err, size_t errlen, int check);
 
@@ -231,6 +248,7 @@ static int load(struct scn *s, const char *path, const char *const *sets, size_t
 	scn_kvs_free(&kv);
 	if (rc)
 		return -1;
+	calibration_dir(s);
 	derive(s);
 	char why[SCN_ERRLEN];
 	if (scn_check_required(s, why, sizeof(why)) < 0 ||

@@ -44,7 +44,8 @@ struct scn {
 	struct scn_sim sim;
 	char path[1024];          /* the scenario file ("" for none)          */
 	char warnings[1024];      /* what validation let pass but should say  */
-	char datadir[1024];       /* where calibration tables are found       */
+	char datadir[1024];       /* where calibration/TABLE/ is: the scenario's
+				   * folder if it has the table, else the data folder */
 };
 
 /* Longest error message. */

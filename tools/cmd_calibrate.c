@@ -10,13 +10,20 @@
  */
 #include "tools/cli.h"
 
+#include <errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collectives/bench.h"
 #include "collectives/coll.h"
 #include "collectives/nccl.h"
+#include "parallel/compute.h"
 #include "scenarios/scenario.h"
 #include "sim/util.h"
 #include "topology/topo.h"
@@ -25,22 +32,30 @@
 
 static const struct cli_opt calib_opts[] = {
 	{ "op", 0, CLI_STR, "OP", "from the log",
-	  "the collective of every log: all_reduce_perf, all_gather_perf, reduce_scatter_perf "
+	  "nccl: the collective of every log: all_reduce_perf, all_gather_perf, reduce_scatter_perf "
 	  "or alltoall_perf (the log's \"Collective test starting\" line, else its file name)" },
 	{ "ranks", 'n', CLI_COUNT, "N", "the log's rank lines",
-	  "ranks of every log, for logs without the \"#  Rank ...\" lines" },
+	  "nccl: ranks of every log, for logs without the \"#  Rank ...\" lines" },
 	{ "nodes", 'N', CLI_COUNT, "N", "the log's hosts",
-	  "nodes every log spans: 1 fits the NVLink domain, more the network" },
-	{ "inplace", 0, CLI_FLAG, NULL, NULL, "fit the in-place times (default: out-of-place)" },
+	  "nccl: nodes every log spans: 1 fits the NVLink domain, more the network" },
+	{ "inplace", 0, CLI_FLAG, NULL, NULL, "nccl: fit the in-place times (default: out-of-place)" },
 	{ "fit-min", 0, CLI_BYTES, "SIZE", "bandwidth-bound range",
-	  "smallest size of the fit (default: from where the bus bandwidth stays at least "
+	  "nccl: smallest size of the fit (default: from where the bus bandwidth stays at least "
 	  "half its peak)" },
-	{ "fit-max", 0, CLI_BYTES, "SIZE", "largest measured", "largest size of the fit" },
+	{ "fit-max", 0, CLI_BYTES, "SIZE", "largest measured", "nccl: largest size of the fit" },
 	{ "base", 'c', CLI_STR, "PRESET", NULL,
-	  "the cluster preset the logs were measured on (GPU, nodes, NICs); needed by -o" },
-	{ "output", 'o', CLI_STR, "FILE", NULL,
-	  "write the base preset with the fitted latency and bandwidth as a cluster preset "
-	  "YAML (name it in a scenario: put it in clusters/ next to the scenario)" },
+	  "nccl: the cluster preset the logs were measured on (GPU, nodes, NICs); needed by -o" },
+	{ "gpu", 0, CLI_STR, "PRESET", NULL,
+	  "gemm: the GPU the table was measured on (a GPU preset of clustersim presets); "
+	  "required" },
+	{ "tables", 0, CLI_STR, "NAME", "next to FILE, else h200",
+	  "gemm: the calibration table whose attention, memory-bound and copy tables complete "
+	  "the folder -o writes" },
+	{ "output", 'o', CLI_STR, "PATH", NULL,
+	  "nccl: write the base preset with the fitted latency and bandwidth as a cluster "
+	  "preset YAML (put it in clusters/ next to a scenario to name it); gemm: write a "
+	  "calibration folder (put it at calibration/NAME/ next to a scenario and set "
+	  "compute.efficiency: NAME)" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the tables" },
 	{ 0 },
 };
@@ -436,19 +451,241 @@ static int calibrate_nccl(struct cli_args *a)
 	return rc;
 }
 
+/* ---- gemm ------------------------------------------------------------------------ */
+
+/* |t_fit / t - 1| of every row under one fit, sorted; median and worst row. */
+static void gemm_errors(const struct par_gemm_table *t, enum par_gemm_fit fit, double *median,
+			double *worst, size_t *worst_line)
+{
+	double *e = xmalloc(t->nrows * sizeof(double));
+	*worst = -1;
+	for (size_t i = 0; i < t->nrows; i++) {
+		e[i] = fabs(t->rows[i].eff / t->rows[i].fit[fit] - 1);
+		if (e[i] > *worst)
+			*worst = e[i], *worst_line = t->rows[i].line;
+	}
+	gsl_sort(e, 1, t->nrows);
+	*median = gsl_stats_median_from_sorted_data(e, 1, t->nrows);
+	free(e);
+}
+
+static void gemm_print(const char *file, const struct topo_gpu *gpu,
+		       const struct par_gemm_table *t, int json)
+{
+	double med[2], worst[2];
+	size_t line[2];
+	for (int k = 0; k < 2; k++)
+		gemm_errors(t, (enum par_gemm_fit)k, &med[k], &worst[k], &line[k]);
+	if (json) {
+		char name[512];
+		sim_json_escape(file, name, sizeof(name));
+		printf("{\"file\": \"%s\", \"gpu\": \"%s\", \"rows\": %zu, \"fits\": {"
+		       "\"flops\": {\"median_error\": %.4f, \"worst_error\": %.4f}, "
+		       "\"flops_mindim\": {\"median_error\": %.4f, \"worst_error\": %.4f}}, "
+		       "\"efficiency\": [", name, gpu->name, t->nrows, med[0], worst[0], med[1],
+		       worst[1]);
+		for (size_t i = 0; i < t->nflops; i++)
+			printf("%s{\"flops\": %.6g, \"flops_only\": %.4f, \"f\": %.4f}",
+			       i ? ", " : "", t->flops[i].x, t->flops[i].y, t->f[i].y);
+		printf("], \"mindim_factor\": [");
+		for (size_t i = 0; i < t->ng; i++)
+			printf("%s{\"mindim\": %.0f, \"g\": %.4f}", i ? ", " : "", t->g[i].x,
+			       t->g[i].y);
+		printf("]}\n");
+		return;
+	}
+	double lo = 1, hi = 0;
+	for (size_t i = 0; i < t->nrows; i++)
+		lo = fmin(lo, t->rows[i].eff), hi = fmax(hi, t->rows[i].eff);
+	printf("# %s: %zu GEMMs measured on %s (dense bf16 peak %.1f TFLOP/s)\n", file,
+	       t->nrows, gpu->name, gpu->bf16 / 1e12);
+	printf("# measured efficiency %.3f to %.3f of the peak\n", lo, hi);
+	printf("# time error of each fit over the rows, |t_fit / t - 1|:\n");
+	printf("#   FLOPs only                  median %.2f %%, worst %.1f %% (line %zu)\n",
+	       med[0] * 100, worst[0] * 100, line[0]);
+	printf("#   FLOPs x smallest dimension  median %.2f %%, worst %.1f %% (line %zu): the "
+	       "compute model's\n", med[1] * 100, worst[1] * 100, line[1]);
+	printf("\n# efficiency by FLOP count\n# %14s %12s %10s\n", "FLOPs", "FLOPs only",
+	       "f (x g)");
+	for (size_t i = 0; i < t->nflops; i++)
+		printf("  %14.4g %12.4f %10.4f\n", t->flops[i].x, t->flops[i].y, t->f[i].y);
+	printf("\n# factor g by the smallest of M, N and K\n# %8s %8s\n", "dim", "g");
+	for (size_t i = 0; i < t->ng; i++)
+		printf("  %8.0f %8.4f\n", t->g[i].x, t->g[i].y);
+}
+
+/* Copy a file; 0 or -1. */
+static int copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+	char buf[65536];
+	size_t n;
+	int rc = in && out ? 0 : -1;
+	while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			rc = -1;
+	if (in && ferror(in))
+		rc = -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* Where the other three tables come from: FILE's folder if it has them
+ * all, else the calibration table --tables names (h200). */
+static char *other_tables(struct cli_args *a, const char *file)
+{
+	static const char *const names[] = { "attention.csv", "membound.csv", "ceilings.csv" };
+	char tmp[1024];
+	snprintf(tmp, sizeof(tmp), "%s", file);
+	char *dir = xstrdup(dirname(tmp));
+	int all = !cli_has(a, "tables");
+	for (size_t i = 0; all && i < ARRAY_SIZE(names); i++) {
+		char *p = xasprintf("%s/%s", dir, names[i]);
+		all = access(p, R_OK) == 0;
+		free(p);
+	}
+	if (all)
+		return dir;
+	free(dir);
+	return xasprintf("%s/calibration/%s", scn_datadir(), cli_str(a, "tables", "h200"));
+}
+
+static int gemm_write(struct cli_args *a, const char *file, const struct topo_gpu *gpu,
+		      const struct par_gemm_table *t)
+{
+	static const char *const others[] = { "attention.csv", "membound.csv", "ceilings.csv" };
+	const char *dir = cli_str(a, "output", "");
+	char *from = other_tables(a, file);
+	int rc = CLI_OK;
+	for (size_t i = 0; i < ARRAY_SIZE(others) && rc == CLI_OK; i++) {
+		char *src = xasprintf("%s/%s", from, others[i]);
+		if (access(src, R_OK) != 0)
+			rc = cli_error(a, CLI_BADINPUT, "no such table: %s", src);
+		free(src);
+	}
+	if (rc == CLI_OK && mkdir(dir, 0777) < 0 && errno != EEXIST)
+		rc = cli_error(a, CLI_BADINPUT, "option -o: cannot make the folder %s: %s", dir,
+			       strerror(errno));
+	for (size_t i = 0; i < ARRAY_SIZE(others) && rc == CLI_OK; i++) {
+		char *src = xasprintf("%s/%s", from, others[i]);
+		char *dst = xasprintf("%s/%s", dir, others[i]);
+		if (copy_file(src, dst) < 0)
+			rc = cli_error(a, CLI_FAIL, "cannot copy %s to %s", src, dst);
+		free(src);
+		free(dst);
+	}
+	if (rc != CLI_OK) {
+		free(from);
+		return rc;
+	}
+	char *path = xasprintf("%s/gemm.csv", dir);
+	FILE *f = fopen(path, "w");
+	int ok = f != NULL;
+	if (f) {
+		fprintf(f, "M,N,K,flops,ms,efficiency\n");
+		for (size_t i = 0; i < t->nrows; i++) {
+			const struct par_gemm_row *r = &t->rows[i];
+			fprintf(f, "%.0f,%.0f,%.0f,%.9g,%.9g,%.6f\n", r->m, r->n, r->k, r->flops,
+				r->ms, r->eff);
+		}
+		ok = fclose(f) == 0;
+	}
+	free(path);
+	path = xasprintf("%s/efficiency.csv", dir);
+	if (ok && (f = fopen(path, "w"))) {
+		fprintf(f, "curve,x,efficiency\n");
+		for (size_t i = 0; i < t->nflops; i++)
+			fprintf(f, "flops,%.9g,%.6f\n", t->flops[i].x, t->flops[i].y);
+		for (size_t i = 0; i < t->nf; i++)
+			fprintf(f, "flops_mindim_f,%.9g,%.6f\n", t->f[i].x, t->f[i].y);
+		for (size_t i = 0; i < t->ng; i++)
+			fprintf(f, "flops_mindim_g,%.9g,%.6f\n", t->g[i].x, t->g[i].y);
+		ok = fclose(f) == 0;
+	} else {
+		ok = 0;
+	}
+	free(path);
+	path = xasprintf("%s/gpu.txt", dir);
+	if (ok && (f = fopen(path, "w"))) {
+		fprintf(f, "%s\n", gpu->name);
+		ok = fclose(f) == 0;
+	} else {
+		ok = 0;
+	}
+	free(path);
+	path = xasprintf("%s/README.md", dir);
+	const char *args = a->line ? strchr(a->line, ' ') : NULL;
+	if (ok && (f = fopen(path, "w"))) {
+		fprintf(f, "# Calibration table\n\nWritten by `clustersim%s`.\n\n", args ? args : "");
+		fprintf(f, "- gemm.csv: the %zu GEMMs of %s, measured on %s; `efficiency` is "
+			"flops / (ms x its dense bf16 peak, %.1f TFLOP/s).\n", t->nrows, file, gpu->name,
+			gpu->bf16 / 1e12);
+		fprintf(f, "- efficiency.csv: the points the compute model's GEMM curves pass "
+			"through (docs/calibration.md): `flops` (FLOPs only), `flops_mindim_f` and "
+			"`flops_mindim_g` (the default two-factor fit, x the smallest of M, N, K). "
+			"The model refits gemm.csv when it loads this folder; this file is for "
+			"people and other tools.\n");
+		fprintf(f, "- gpu.txt: the GPU preset the tables were measured on.\n");
+		fprintf(f, "- attention.csv, membound.csv, ceilings.csv: copied from %s.\n", from);
+		ok = fclose(f) == 0;
+	} else {
+		ok = 0;
+	}
+	free(path);
+	free(from);
+	if (!ok)
+		return cli_error(a, CLI_FAIL, "cannot write into %s", dir);
+	return CLI_OK;
+}
+
+static int calibrate_gemm(struct cli_args *a)
+{
+	if (a->npos != 2)
+		return cli_error(a, CLI_BADINPUT, "gemm: expected one measured table (gemm.csv, "
+				 "as tools/measure_kernels.py writes it)");
+	if (!cli_has(a, "gpu"))
+		return cli_error(a, CLI_BADINPUT, "gemm: --gpu PRESET is required: the GPU the "
+				 "table was measured on (its datasheet peak turns times into "
+				 "efficiencies)");
+	const struct topo_gpu *gpu = topo_gpu_find(cli_str(a, "gpu", ""));
+	if (!gpu)
+		return cli_error(a, CLI_BADINPUT, "option --gpu: unknown GPU preset '%s' (see "
+				 "clustersim presets)", cli_str(a, "gpu", ""));
+	struct par_gemm_table t;
+	char err[512];
+	if (par_gemm_table_fit(a->pos[1], gpu, &t, err, sizeof(err)) < 0)
+		return cli_error(a, CLI_BADINPUT, "%s", err);
+	int rc = cli_has(a, "output") ? gemm_write(a, a->pos[1], gpu, &t) : CLI_OK;
+	if (rc == CLI_OK) {
+		gemm_print(a->pos[1], gpu, &t, cli_has(a, "json"));
+		if (cli_has(a, "output") && !cli_has(a, "json"))
+			printf("\nwrote %s/ (gemm.csv, efficiency.csv, gpu.txt, README.md and the "
+			       "other tables)\n", cli_str(a, "output", ""));
+	}
+	par_gemm_table_free(&t);
+	return rc;
+}
+
 static int calibrate_run(struct cli_args *a)
 {
 	if (a->npos == 0)
-		return cli_error(a, CLI_BADINPUT, "expected what to calibrate: nccl FILE...");
+		return cli_error(a, CLI_BADINPUT, "expected what to calibrate: nccl FILE... or gemm "
+				 "FILE.csv");
 	if (!strcmp(a->pos[0], "nccl"))
 		return calibrate_nccl(a);
-	return cli_error(a, CLI_BADINPUT, "unknown calibration '%s': expected nccl", a->pos[0]);
+	if (!strcmp(a->pos[0], "gemm"))
+		return calibrate_gemm(a);
+	return cli_error(a, CLI_BADINPUT, "unknown calibration '%s': expected nccl or gemm",
+			 a->pos[0]);
 }
 
 const struct cli_cmd cli_cmd_calibrate = {
 	.name = "calibrate",
-	.usage = "nccl FILE... [OPTIONS]",
-	.summary = "Fit the network's latency and bandwidth to nccl-tests logs; write a preset.",
+	.usage = "nccl FILE... [OPTIONS] | gemm FILE.csv --gpu PRESET [-o DIR]",
+	.summary = "Fit the network to nccl-tests logs, or GEMM efficiency to a kernel table.",
 	.description =
 		"`calibrate nccl` reads the output of nccl-tests (all_reduce_perf, "
 		"all_gather_perf, reduce_scatter_perf, alltoall_perf: their text tables, "
@@ -464,7 +701,17 @@ const struct cli_cmd cli_cmd_calibrate = {
 		"--fit-min and --fit-max choose another range. The tables give every size's "
 		"measured and fitted time and the error; sizes outside the range are shown too. "
 		"With -o and --base the base preset is written with the fitted latency and "
-		"bandwidth (docs/calibration.md).",
+		"bandwidth (docs/calibration.md).\n\n"
+		"`calibrate gemm` reads a measured GEMM table (gemm.csv in the format of "
+		"scenarios/calibration/h200/, as tools/measure_kernels.py writes it on your "
+		"GPU), turns each row into an efficiency against --gpu's dense bf16 peak, fits "
+		"the compute model's two curves (efficiency by FLOP count; and by FLOP count "
+		"times a factor by the smallest of M, N, K) and prints them with each fit's time "
+		"error over the rows. With -o DIR it writes a calibration folder: gemm.csv with "
+		"an efficiency column, efficiency.csv (the curves' points), gpu.txt, README.md, "
+		"and the attention, memory-bound and copy tables (from FILE's folder when it has "
+		"them, else --tables). A scenario uses it as compute.efficiency: NAME when it "
+		"sits at calibration/NAME/ next to the scenario.",
 	.opts = calib_opts,
 	.run = calibrate_run,
 };

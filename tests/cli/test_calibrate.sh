@@ -91,6 +91,40 @@ if "$CS" calibrate nccl "$T/two-nodes.txt" --base dgx-h100 -o "$T/two.yaml" >"$T
    grep -q "bandwidth: 450GB/s" "$T/two.yaml"; then ok "network figures across nodes"
 else bad "network figures: $(cat "$T/out") $(grep -A3 network: "$T/two.yaml")"; fi
 
+# calibrate gemm on the shipped H200 table: the figures docs/calibration.md
+# quotes; a folder next to a scenario that the scenario names gives the same
+# step as the shipped table it was made from.
+H200=$SRC/scenarios/calibration/h200/gemm.csv
+if "$CS" calibrate gemm "$H200" --gpu H200-SXM-141GB >"$T/out" 2>"$T/err" &&
+   grep -q "192 GEMMs measured on H200-SXM-141GB (dense bf16 peak 989.4 TFLOP/s)" "$T/out" &&
+   grep -q "FLOPs only  *median 3.55 %, worst 23.8 %" "$T/out" &&
+   grep -q "FLOPs x smallest dimension  median 3.55 %, worst 22.1 %" "$T/out" &&
+   grep -q "^ *512 *0.9571$" "$T/out"; then ok "gemm fit"
+else bad "gemm fit: $(cat "$T/out" "$T/err" | head -8)"; fi
+mkdir -p "$T/g/calibration"
+if "$CS" calibrate gemm "$H200" --gpu H200-SXM-141GB -o "$T/g/calibration/mine" >"$T/out" 2>&1 &&
+   [ "$(cat "$T/g/calibration/mine/gpu.txt")" = H200-SXM-141GB ] &&
+   [ "$(wc -l <"$T/g/calibration/mine/gemm.csv")" = 193 ] &&
+   [ "$(grep -c '^flops_mindim_g,' "$T/g/calibration/mine/efficiency.csv")" = 5 ] &&
+   cmp -s "$T/g/calibration/mine/attention.csv" "$SRC/scenarios/calibration/h200/attention.csv"; then
+	ok "gemm folder"
+else bad "gemm folder: $(cat "$T/out") $(ls "$T/g/calibration/mine")"; fi
+cp "$SRC/scenarios/gpt3-1.3b-h200.yaml" "$T/g/s.yaml"
+a=$("$CS" run "$T/g/s.yaml" --set compute.efficiency=mine --json 2>&1 | grep -o '"step_time_s":[0-9.e-]*')
+b=$("$CS" run "$T/g/s.yaml" --json 2>&1 | grep -o '"step_time_s":[0-9.e-]*')
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "a scenario names the folder ($a)"
+else bad "folder in a scenario: '$a' vs '$b'"; fi
+"$CS" calibrate gemm "$H200" --gpu H200-SXM-141GB --json >"$T/j" 2>&1
+if sqlite3 :memory: "select json_valid(readfile('$T/j'))" 2>/dev/null | grep -qx 1 &&
+   grep -q '"rows": 192' "$T/j"; then ok "gemm json"
+else bad "gemm json: $(head -c 300 "$T/j")"; fi
+echo "NoSuchGPU" >"$T/g/calibration/mine/gpu.txt"
+if ! "$CS" run "$T/g/s.yaml" --set compute.efficiency=mine >"$T/out" 2>&1 &&
+   grep -q "gpu.txt: unknown GPU preset 'NoSuchGPU'" "$T/out"; then ok "bad gpu.txt named"
+else bad "bad gpu.txt: $(cat "$T/out")"; fi
+printf 'M,N,K,flops\n1,2,3,12\n' >"$T/nocol.csv"
+printf 'M,N,K,flops,ms\n512,512,512,2.7e8,0.001\n512,512,x,2.7e8,0.002\n' >"$T/badrow.csv"
+
 # Bad input: exit 2, a message, no file written.
 expect_bad() {
 	name=$1 want=$2; shift 2
@@ -118,4 +152,11 @@ expect_bad "unknown base" "no cluster preset named 'nosuch'" nccl "$A100" --base
 expect_bad "empty range" "range is empty" nccl "$A100" --fit-min 1GiB --fit-max 1MiB
 expect_bad "one size" "at least two sizes" nccl "$A100" --fit-min 1GiB --fit-max 1GiB
 expect_bad "ranks of one node" "9 ranks" nccl "$A100" --ranks 9 --base dgx-a100 -o "$T/p.yaml"
+expect_bad "gemm without --gpu" "--gpu PRESET is required" gemm "$H200"
+expect_bad "gemm unknown gpu" "unknown GPU preset 'H900'" gemm "$H200" --gpu H900
+expect_bad "gemm no file" "expected one measured table" gemm --gpu H200-SXM-141GB
+expect_bad "gemm missing column" "nocol.csv:1: no column 'ms'" gemm "$T/nocol.csv" --gpu H200-SXM-141GB
+expect_bad "gemm bad number" "badrow.csv:3: column 'K': expected a number" gemm "$T/badrow.csv" --gpu H200-SXM-141GB
+expect_bad "gemm faster than the GPU" "does not belong to this GPU" gemm "$H200" --gpu A100-SXM-80GB
+expect_bad "gemm unknown tables" "no such table" gemm "$H200" --gpu H200-SXM-141GB --tables nope -o "$T/p.yaml"
 finish

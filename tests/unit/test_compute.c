@@ -565,6 +565,47 @@ static void holdout(const struct table *t, int (*fit_on)(const struct table *, s
 }
 
 /*
+ * par_gemm_table_fit (`clustersim calibrate gemm`) fits the file as the
+ * loaded model does: every row's fitted efficiency under both fits equals
+ * par_compute_gemm_efficiency's, and its knots are the 22 distinct FLOP
+ * counts and the 5 smallest dimensions.
+ */
+START_TEST(test_gemm_table_fit_agrees)
+{
+	struct table *t = table_read("gemm.csv");
+	struct par_compute_model *cm = h200_table();
+	struct par_gemm_table g;
+	char err[256];
+	ck_assert_msg(par_gemm_table_fit(DATADIR "/calibration/h200/gemm.csv",
+					 topo_gpu_find("H200-SXM-141GB"), &g, err,
+					 sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(g.nrows, t->nrows);
+	ck_assert_uint_eq(g.nflops, 22);
+	ck_assert_uint_eq(g.nf, 22);
+	ck_assert_uint_eq(g.ng, 5);
+	ck_assert_double_eq_tol(g.g[0].x, 512, 1e-9);
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct par_op op = gemm_row_op(t, i);
+		for (int fit = 0; fit < 2; fit++)
+			ck_assert_double_eq_tol(g.rows[i].fit[fit],
+						par_compute_gemm_efficiency(cm, (enum par_gemm_fit)fit,
+									    &op), 1e-12);
+		ck_assert_double_eq_tol(g.rows[i].eff, op.flops / (num(t, i, "ms") * 1e-3 *
+								    989.4e12), 1e-12);
+	}
+	par_gemm_table_free(&g);
+	ck_assert_int_eq(par_gemm_table_fit(DATADIR "/calibration/h200/gemm.csv",
+					    topo_gpu_find("A100-SXM-80GB"), &g, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "does not belong to this GPU"), "%s", err);
+	ck_assert_int_eq(par_gemm_table_fit(DATADIR "/calibration/h200/attention.csv",
+					    topo_gpu_find("H200-SXM-141GB"), &g, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "attention.csv:1: no column 'M'"), "%s", err);
+	par_compute_model_free(cm);
+	free(t);
+}
+END_TEST
+
+/*
  * The choice of fit: residuals of both over all 192 rows, and held out
  * (fit on half of the hidden sizes or token counts, test on the rest). The
  * default must be no worse than the other by more than a tenth of a point
@@ -880,6 +921,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(table, test_gemm_measured_points);
 	tcase_add_test(table, test_gemm_rows_time);
 	tcase_add_test(table, test_gemm_fit_choice);
+	tcase_add_test(table, test_gemm_table_fit_agrees);
 	tcase_add_test(table, test_gemm_monotone);
 	tcase_add_test(table, test_ceiling_matmuls);
 	tcase_add_test(table, test_attention_pairs);
