@@ -72,6 +72,13 @@ struct par_fsdp {
 struct par_ddp {
 	double bucket_bytes;      /* PyTorch's default: 25 MiB                  */
 	bool overlap;             /* all-reduce buckets during backward         */
+	/* ZeRO-1/2: all-gather the updated parameters during the next step's
+	 * forward (Megatron-Core --overlap-param-gather, which also overlaps
+	 * ZeRO-1's gradient reduce-scatters with the last backward). */
+	bool overlap_param_gather;
+	/* Keep and reduce gradients in fp32 with a 16-bit precision (Megatron's
+	 * --accumulate-allreduce-grads-in-fp32, its default with bf16). */
+	bool fp32_grads;
 };
 
 /* Optimizer states on the CPU (ZeRO-Offload). */

@@ -14,6 +14,14 @@
  *   zero2  shards gradients too: reduce-scatters each bucket during the
  *          backward of every micro-batch (the shard accumulates), steps,
  *          all-gathers.
+ * With ddp.overlap_param_gather (Megatron-Core's distributed optimizer with
+ * --overlap-param-gather and --overlap-grad-reduce) ZeRO-1 reduce-scatters
+ * each bucket during the last micro-batch's backward, and the updated
+ * parameters are all-gathered during the next step's forward instead of
+ * after the step: in this step's program (the steady state), the gathers of
+ * the previous update start at once, bucket by bucket in forward order
+ * (layers grouped to at least ddp.bucket bytes, the head with the last
+ * layer), and the first forward of each layer waits for its bucket.
  * Memory (SPEC C12): 2Ψ weights, 2Ψ gradients (2Ψ/N with zero2), 12Ψ
  * optimizer (12Ψ/N with zero1 and zero2), plus two buckets in flight.
  */
@@ -37,7 +45,13 @@ static void bucket_issue(struct builder *b, double bytes, uint32_t after)
 /* Does this strategy reduce buckets while the backward goes on? */
 static int overlaps(const struct builder *b)
 {
-	return b->dp != &par_dp_zero1 && b->t->layout->ddp.overlap;
+	const struct par_ddp *d = &b->t->layout->ddp;
+	return b->dp == &par_dp_zero1 ? d->overlap_param_gather : d->overlap;
+}
+
+static int gathers_ahead(const struct builder *b)
+{
+	return b->t->layout->ddp.overlap_param_gather && b->dpn > 1;
 }
 
 /* Close the open bucket after op `after`; issue it now or hold it. */
@@ -70,6 +84,8 @@ static void bucket_end(struct builder *b, uint32_t last)
 /* ZeRO-1/2: all-gather the updated parameters, bucket by bucket. */
 static void gather_params(struct builder *b, uint32_t step)
 {
+	if (gathers_ahead(b))
+		return;  /* the next step's forward gathers them */
 	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
 	unsigned k = 0;
 	for (double done = 0; done < total; done += cap, k++) {
@@ -79,6 +95,76 @@ static void gather_params(struct builder *b, uint32_t step)
 		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
 						SLOT_DP, bytes, k ? NO_OP : step);
 	}
+}
+
+/* The pieces of parameters in forward order, while the gathers are planned. */
+struct gather_plan {
+	struct builder *b;
+	int *piece;
+	double *bytes;
+	size_t n, cap;
+};
+
+static void plan_piece(void *ctx, int piece, double params)
+{
+	struct gather_plan *g = ctx;
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 64;
+		g->piece = xreallocarray(g->piece, g->cap, sizeof(int));
+		g->bytes = xreallocarray(g->bytes, g->cap, sizeof(double));
+	}
+	g->piece[g->n] = piece;
+	g->bytes[g->n++] = 2 * params;  /* the parameters in bf16 */
+}
+
+/*
+ * Issue the previous update's gathers at the start of the program, pieces
+ * grouped into buckets of the gradient buckets' parameter count (at least
+ * ddp.bucket bytes of gradients; a bucket does not end just before the
+ * head), and note for each layer (b->gather[piece + 2]) the gather its first
+ * forward waits for.
+ */
+static void plan_gathers(struct builder *b)
+{
+	struct gather_plan g = { .b = b };
+	unsigned L = b->t->model->layers;
+	double cap = b->t->layout->ddp.bucket_bytes / b->grad_elem * 2, acc = 0;
+	size_t start = 0;
+	unsigned k = 0;
+	par_b_each_param(b, plan_piece, &g);
+	b->gather = xmalloc((L + 2) * sizeof(uint32_t));
+	for (unsigned i = 0; i < L + 2; i++)
+		b->gather[i] = NO_OP;
+	for (size_t i = 0; i < g.n; i++) {
+		acc += g.bytes[i];
+		int last = i + 1 == g.n;
+		if (!last && (acc < cap || g.piece[i + 1] == -2))
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k++);
+		uint32_t op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_DP, acc,
+					 NO_OP);
+		b->last_param_comm = op;
+		for (size_t j = start; j <= i; j++)
+			b->gather[g.piece[j] + 2] = op;
+		start = i + 1;
+		acc = 0;
+	}
+	free(g.piece);
+	free(g.bytes);
+}
+
+/* Before a layer's (or the embedding's) first forward: wait for its bucket. */
+static void wait_gathered(struct builder *b, int l, enum par_phase ph)
+{
+	if (!gathers_ahead(b) || ph != PAR_FWD)
+		return;
+	if (!b->gather)
+		plan_gathers(b);
+	uint32_t *g = &b->gather[l + 2];
+	if (*g != NO_OP)
+		b->wait_param = *g;
+	*g = NO_OP;  /* later forwards of the layer come after it on the stream */
 }
 
 static void memory_of(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
@@ -112,6 +198,7 @@ const struct par_dp_strategy par_dp_ddp = {
 const struct par_dp_strategy par_dp_zero1 = {
 	.name = "zero1",
 	.static_memory = zero1_memory,
+	.layer_begin = wait_gathered,
 	.grads = bucket_grads,
 	.backward_end = bucket_end,
 	.after_step = gather_params,
@@ -121,6 +208,7 @@ const struct par_dp_strategy par_dp_zero2 = {
 	.name = "zero2",
 	.reduce_every_mb = 1,
 	.static_memory = zero2_memory,
+	.layer_begin = wait_gathered,
 	.grads = bucket_grads,
 	.backward_end = bucket_end,
 	.after_step = gather_params,

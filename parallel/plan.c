@@ -198,6 +198,8 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	struct par_states st;
 	double params = rank_params(p, l);
 	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D, &st);
+	if (p->base.ddp.fp32_grads && p->tr.precision != PAR_FP32)
+		st.grads *= 2;  /* 4 bytes per gradient, not 2 */
 	double inflight = mbs < l->pp ? mbs : l->pp;
 	double act = inflight * per * s->act + (s->act_peak - s->act);
 	double logits = 4 * T * m->vocab / l->tp;
@@ -207,7 +209,8 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction, the optimizer. */
 	double phase = (mbs + (double)(l->pp - 1) / v) * stage;
-	double grads = 2 * params, ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
+	double grads = (p->base.ddp.fp32_grads ? 4 : 2) * params;
+	double ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
 	double bwd_one = per * (s->bwd + tp / 2);
 	double exposed = l->zero == 1 ? ar : l->zero == 2 ? ar / 2 + fmax(0, ar / 2 - bwd_one)
 		       : l->zero == 3 ? fmax(0, 1.5 * ar - mbs * stage) : fmax(0, ar - bwd_one);

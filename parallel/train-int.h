@@ -59,6 +59,7 @@ struct builder {
 	int reduce;                  /* this micro-batch reduces gradients */
 	double grad_elem;            /* bytes per gradient element         */
 	uint32_t wait_for;           /* the next compute op waits for it   */
+	uint32_t wait_param;         /* ... and for this parameter gather  */
 	uint32_t last_compute;       /* the last compute op appended       */
 	/* Strategy state. */
 	double bucket;               /* gradient bytes in the open bucket  */
@@ -66,7 +67,8 @@ struct builder {
 	unsigned nheld, nops_comm;
 	uint32_t last_grad_comm;     /* last gradient collective, or NO_OP */
 	uint32_t last_param_comm;    /* last parameter collective, or NO_OP */
-	uint32_t *gather;            /* per unit: its forward gather op    */
+	uint32_t *gather;            /* per unit (ZeRO-3, FSDP) or layer
+				      * (ZeRO-1/2 overlap): its gather op  */
 	unsigned units, unit_layers;
 	int moe_layer;               /* the MoE layer being built, or -1   */
 	double expert_grads;         /* its expert gradient bytes so far   */
@@ -103,6 +105,10 @@ uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum s
 		    unsigned slot, double bytes, uint32_t after);
 double par_b_params(const struct builder *b);       /* Ψ on one rank (all layers) */
 double par_b_layer_params(const struct builder *b, int l);  /* -1: embedding + head */
+/* This rank's parameters in forward order: fn(ctx, piece, params) for the
+ * embedding (piece -1), each layer (its index) and the head (-2). */
+void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, double params),
+		      void *ctx);
 void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS]);
 /* A memory change at this point of the compute stream: a marker op of no
  * duration (it also takes the pending wait). */

@@ -119,25 +119,41 @@ static void stage_range(const struct builder *b, uint32_t vs, uint32_t *first, u
 		BUG("%s", err);  /* scn_validate checked the split */
 }
 
-/* Parameters this rank holds: its stage's layers, the embedding on the first
- * virtual stage, the head on the last (with tied embeddings and a pipeline,
- * the last stage keeps its own copy of the embedding, as Megatron does). */
-static double stage_params(const struct builder *b)
+/*
+ * This rank's parameters in forward order, piece by piece: per model chunk,
+ * the embedding (-1) on the first virtual stage, the chunk's layers, the head
+ * (-2) on the last (with tied embeddings and a pipeline, the last stage keeps
+ * its own copy of the embedding, as Megatron does).
+ */
+void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, double params),
+		      void *ctx)
 {
 	const struct par_model *m = b->t->model;
 	uint32_t V = b->pp * b->vpp;
-	double p = 0;
 	for (unsigned c = 0; c < b->vpp; c++) {
 		uint32_t vs = vstage(b, c), first, count;
 		stage_range(b, vs, &first, &count);
-		for (uint32_t l = first; l < first + count; l++)
-			p += par_b_layer_params(b, (int)l);
 		if (vs == 0)
-			p += par_embedding_params(m) / b->tp;
+			fn(ctx, -1, par_embedding_params(m) / b->tp);
+		for (uint32_t l = first; l < first + count; l++)
+			fn(ctx, (int)l, par_b_layer_params(b, (int)l));
 		if (vs == V - 1)
-			p += (par_head_params(m) + (m->tied_embeddings && V > 1
-						     ? par_embedding_params(m) : 0)) / b->tp;
+			fn(ctx, -2, (par_head_params(m) + (m->tied_embeddings && V > 1
+							    ? par_embedding_params(m) : 0)) / b->tp);
 	}
+}
+
+static void add_params(void *ctx, int piece, double params)
+{
+	(void)piece;
+	*(double *)ctx += params;
+}
+
+/* Parameters this rank holds. */
+static double stage_params(const struct builder *b)
+{
+	double p = 0;
+	par_b_each_param(b, add_params, &p);
 	return p;
 }
 
@@ -146,6 +162,8 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 	struct par_states st;
 	const struct par_training *tr = b->t->training;
 	par_model_states(par_b_params(b), tr->precision, tr->optimizer, zero, b->shard, &st);
+	if (b->t->layout->ddp.fp32_grads && tr->precision != PAR_FP32)
+		st.grads *= 2;  /* 4 bytes per gradient, not 2 */
 	memset(bytes, 0, PAR_MEM_NCATS * sizeof(double));
 	bytes[PAR_MEM_WEIGHTS] = st.weights;
 	bytes[PAR_MEM_GRADS] = st.grads;
@@ -229,6 +247,16 @@ static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph
 	}
 }
 
+/* The compute op just appended waits for what the builder holds for it. */
+static void take_waits(struct builder *b)
+{
+	if (b->wait_for != NO_OP)
+		sim_program_dep(b->prog, b->wait_for);
+	if (b->wait_param != NO_OP && b->wait_param != b->wait_for)
+		sim_program_dep(b->prog, b->wait_param);
+	b->wait_for = b->wait_param = NO_OP;
+}
+
 /* ---- context parallelism ------------------------------------------------- */
 
 /* One attention kernel of `flops` on the compute stream. */
@@ -240,10 +268,7 @@ static uint32_t attn_kernel(struct builder *b, const struct par_op *like, const 
 	o.bytes = bytes;
 	sim_ps d = sim_ps_from_s(par_compute_time_s(b->t->compute, &o));
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, flops, bytes);
-	if (b->wait_for != NO_OP) {
-		sim_program_dep(b->prog, b->wait_for);
-		b->wait_for = NO_OP;
-	}
+	take_waits(b);
 	return b->last_compute;
 }
 
@@ -384,10 +409,7 @@ static uint32_t emit_ops(struct builder *b, const char *where, enum par_phase ph
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
 						      o->bytes);
-		if (b->wait_for != NO_OP) {
-			sim_program_dep(b->prog, b->wait_for);
-			b->wait_for = NO_OP;
-		}
+		take_waits(b);
 		if (b->reduce && o->params > 0 && o->expert)
 			b->expert_grads += o->params * b->grad_elem;
 		else if (b->reduce && o->params > 0 && b->dp->grads)
@@ -493,10 +515,7 @@ void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
 	snprintf(n, sizeof(n), "%s.%s", name, mb);
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, n, 0, 0, 0);
 	sim_program_mem(b->prog, cat, bytes);
-	if (b->wait_for != NO_OP) {
-		sim_program_dep(b->prog, b->wait_for);
-		b->wait_for = NO_OP;
-	}
+	take_waits(b);
 }
 
 /* Fill the scratch list from one of model.c's op writers. */
@@ -716,7 +735,7 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->t = t;
 	b->dp = dp_strategy(l);
 	b->prog = sim_program_new();
-	b->grad_elem = t->training->precision == PAR_FP32 ? 4 : 2;
+	b->grad_elem = t->training->precision == PAR_FP32 || l->ddp.fp32_grads ? 4 : 2;
 	b->dpn = dp_of(t) * l->cp;  /* gradients are reduced over DP x CP */
 	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
 	b->sp = l->sp && l->tp > 1;
@@ -729,7 +748,8 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->local = *t->training;
 	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
 	b->nmb = micro_batches(t);
-	b->wait_for = b->last_grad_comm = b->last_param_comm = b->last_compute = NO_OP;
+	b->wait_for = b->wait_param = b->last_grad_comm = b->last_param_comm = NO_OP;
+	b->last_compute = NO_OP;
 	b->moe_layer = -1;
 	size_t n = 2 * (size_t)b->nmb * b->vpp;
 	struct par_action *acts = xmalloc(n * sizeof(*acts));

@@ -150,6 +150,14 @@ static const struct key keys[] = {
 	  "gradient bucket size (PyTorch DDP's default 25 MiB)" },
 	{ "parallel.ddp.overlap", KT_BOOL, OFF(parallel.ddp.overlap), 0, 0, "true", NULL,
 	  "all-reduce each full bucket while backward goes on" },
+	{ "parallel.ddp.overlap_param_gather", KT_BOOL, OFF(parallel.ddp.overlap_param_gather), 0,
+	  0, "false", NULL,
+	  "ZeRO-1/2: all-gather the updated parameters bucket by bucket during the next step's "
+	  "forward, and reduce-scatter ZeRO-1's buckets during the last backward (Megatron-Core "
+	  "--overlap-param-gather with --overlap-grad-reduce)" },
+	{ "parallel.ddp.fp32_grads", KT_BOOL, OFF(parallel.ddp.fp32_grads), 0, 0, "false", NULL,
+	  "keep and reduce gradients in fp32 with bf16 or fp16 training: 4 bytes per gradient "
+	  "(Megatron-LM's default with bf16, --accumulate-allreduce-grads-in-fp32)" },
 	{ "parallel.offload.enabled", KT_BOOL, OFF(parallel.offload.enabled), 0, 0, "false", NULL,
 	  "keep optimizer states on the CPU and step there (ZeRO-Offload; zero 1 or 2)" },
 	{ "parallel.offload.cpu_adam", KT_NUMBER, OFF(parallel.offload.cpu_adam), 1, 1e15, "1e9",

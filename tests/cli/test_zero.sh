@@ -1,7 +1,10 @@
 #!/bin/sh
 # test_zero.sh - scenarios/zero-fsdp-compare.yaml under DDP, ZeRO-1/2/3 and
 # FSDP variants: the orderings of step time and peak memory that the
-# mechanisms imply (SPEC C12, C19). Prints "N passed, N failed".
+# mechanisms imply (SPEC C12, C19); Megatron's overlapped parameter gather
+# (the same bytes, gathered during the forward, never slower) and fp32
+# gradients (twice the gradient bytes and memory). Prints "N passed, N
+# failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 SC="$SRC/scenarios/zero-fsdp-compare.yaml"
 
@@ -66,5 +69,41 @@ check_less "offload costs time here" "$(field "$T/zero2.json" step_time_s)" "$(f
 	--set training.global_batch=8 --set sim.fidelity=analytic > "$T/o" 2> "$T/e" &&
 	grep -q "step time" "$T/o" && ok "ZeRO-3 gathers and reduce-scatters at once (CP 2, 8 nodes)" ||
 	bad "ZeRO-3 with CP 2 on 8 nodes: $(cat "$T/e")"
+
+# ddp.overlap_param_gather: ZeRO-1's parameter all-gathers move the same
+# bytes (SPEC C18), but start at the step's beginning instead of after the
+# optimizer step, and the step is no slower.
+for v in false true; do
+	rm -f "$T/opg-$v.db"
+	"$CS" run "$SC" --set parallel.zero=1 --set parallel.ddp.overlap_param_gather=$v \
+		--db "$T/opg-$v.db" --json >"$T/opg-$v.json" 2>"$T/e" || bad "overlap_param_gather=$v: $(cat "$T/e")"
+done
+q() { sqlite3 "$1" "$2"; }
+b0=$(q "$T/opg-false.db" "select sum(bytes) from ops where rank=0 and name like 'zero1.params%'")
+b1=$(q "$T/opg-true.db" "select sum(bytes) from ops where rank=0 and name like 'zero1.params%'")
+if [ -n "$b0" ] && awk "BEGIN { exit !(($b0 - $b1) ^ 2 < 1e6) }"; then
+	ok "overlapped parameter gathers move the same bytes ($b0)"
+else bad "parameter gather bytes: $b0 vs $b1"; fi
+s0=$(q "$T/opg-false.db" "select min(start_ps) >= (select max(end_ps) from ops where rank=0 and name like 'optimizer.step%') from ops where rank=0 and name like 'zero1.params%'")
+s1=$(q "$T/opg-true.db" "select min(start_ps) from ops where rank=0 and name like 'zero1.params%'")
+f1=$(q "$T/opg-true.db" "select min(start_ps) >= (select min(end_ps) from ops where rank=0 and name like 'zero1.params0.%') from ops where rank=0 and name like 'L0.mb0.fwd.%'")
+if [ "$s0" = 1 ] && [ "$s1" = 0 ] && [ "$f1" = 1 ]; then
+	ok "gathers after the step without, at the start with; layer 0 waits for its bucket"
+else bad "gather placement: after-step $s0, start $s1, layer 0 waits $f1"; fi
+t0=$(field "$T/opg-false.json" step_time_s); t1=$(field "$T/opg-true.json" step_time_s)
+check_less "overlapped parameter gather is faster" "$t1" "$t0"
+
+# ddp.fp32_grads: 4-byte gradients: twice the reduce-scatter bytes and the
+# gradient memory.
+run fp32g --set parallel.zero=1 --set parallel.ddp.fp32_grads=true
+g0=$(field "$T/zero1.json" grads); g1=$(field "$T/fp32g.json" grads)
+if awk "BEGIN { exit !($g1 == 2 * $g0) }"; then ok "fp32 gradients: twice the memory ($g1)"
+else bad "fp32 gradient memory: $g1 vs 2 x $g0"; fi
+rm -f "$T/g.db"
+"$CS" run "$SC" --set parallel.zero=1 --set parallel.ddp.fp32_grads=true --db "$T/g.db" >/dev/null 2>&1
+r1=$(q "$T/g.db" "select sum(bytes) from ops where rank=0 and name like 'zero1.bucket%'")
+r0=$(q "$T/opg-false.db" "select sum(bytes) from ops where rank=0 and name like 'zero1.bucket%'")
+if [ -n "$r0" ] && awk "BEGIN { exit !($r1 == 2 * $r0) }"; then ok "fp32 gradients: twice the reduce-scatter bytes"
+else bad "fp32 reduce-scatter bytes: $r1 vs 2 x $r0"; fi
 
 finish
