@@ -128,19 +128,28 @@ static int formula_flops(const char *formula, const struct par_model *m,
 
 /* ---- reading the cases ------------------------------------------------------------- */
 
+/* Read DIR/name and find its columns: CLI_OK, or CLI_BADINPUT with a message. */
+static int read_table(struct cli_args *a, const struct validation *v, const char *name,
+		      const char *const *names, size_t n, int *col, struct sheet *sh)
+{
+	char err[512];
+	if (sheet_read(sh, v->dir, name, err, sizeof(err)) == 0 &&
+	    sheet_cols(sh, names, col, n, err, sizeof(err)) == 0)
+		return CLI_OK;
+	if (sh->path)
+		sheet_free(sh);
+	return cli_error(a, CLI_BADINPUT, "%s", err);
+}
+
 static int read_cases(struct cli_args *a, struct validation *v)
 {
 	static const char *const names[] = { "id", "file", "group", "metric", "value", "unit",
 					     "formula", "source" };
 	struct sheet sh;
-	int col[8];
+	int col[ARRAY_SIZE(names)];
 	char err[512];
-	if (sheet_read(&sh, v->dir, "cases.csv", err, sizeof(err)) < 0 ||
-	    sheet_cols(&sh, names, col, 8, err, sizeof(err)) < 0) {
-		if (sh.path)
-			sheet_free(&sh);
-		return cli_error(a, CLI_BADINPUT, "%s", err);
-	}
+	if (read_table(a, v, "cases.csv", names, ARRAY_SIZE(names), col, &sh) != CLI_OK)
+		return CLI_BADINPUT;
 	v->cases = xcalloc(sh.nrows, sizeof(*v->cases));
 	int rc = CLI_OK;
 	for (size_t r = 0; r < sh.nrows && rc == CLI_OK; r++) {
@@ -184,14 +193,10 @@ static int read_collectives(struct cli_args *a, struct validation *v)
 	static const char *const names[] = { "id", "log", "cluster", "nodes", "algo", "bytes",
 					     "measured_GBps", "per", "source", "note" };
 	struct sheet sh;
-	int col[10];
+	int col[ARRAY_SIZE(names)];
 	char err[512];
-	if (sheet_read(&sh, v->dir, "collectives.csv", err, sizeof(err)) < 0 ||
-	    sheet_cols(&sh, names, col, 10, err, sizeof(err)) < 0) {
-		if (sh.path)
-			sheet_free(&sh);
-		return cli_error(a, CLI_BADINPUT, "%s", err);
-	}
+	if (read_table(a, v, "collectives.csv", names, ARRAY_SIZE(names), col, &sh) != CLI_OK)
+		return CLI_BADINPUT;
 	v->colls = xcalloc(sh.nrows, sizeof(*v->colls));
 	int rc = CLI_OK;
 	for (size_t r = 0; r < sh.nrows && rc == CLI_OK; r++) {
