@@ -114,8 +114,11 @@ int sheet_read(struct sheet *sh, const char *dir, const char *name, char *err, s
 	memset(sh, 0, sizeof *sh);
 	sh->path = dir ? xasprintf("%s/%s", dir, name) : xstrdup(name);
 	f = fopen(sh->path, "r");
-	if (!f)
-		return sim_errf(err, errlen, "cannot open %s: %s", sh->path, strerror(errno));
+	if (!f) {
+		sim_errf(err, errlen, "cannot open %s: %s", sh->path, strerror(errno));
+		sheet_free(sh);
+		return -1;
+	}
 	if (csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
 		BUG("csv_init failed");
 	while (!r.failed && (n = getline(&buf, &cap, f)) > 0) {
@@ -144,6 +147,8 @@ int sheet_read(struct sheet *sh, const char *dir, const char *name, char *err, s
 	csv_free(&cp);
 	free(buf);
 	fclose(f);
+	if (r.failed)
+		sheet_free(sh);  /* nothing for the caller to free */
 	return r.failed ? -1 : 0;
 }
 

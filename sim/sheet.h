@@ -21,7 +21,8 @@ struct sheet {
 };
 
 /* Read dir/name (dir may be NULL: name is the path). 0, or -1 with err
- * (unreadable, malformed, empty, or no rows after the header). */
+ * (unreadable, malformed, empty, or no rows after the header); on failure
+ * sh is left empty, with nothing to free. */
 int sheet_read(struct sheet *sh, const char *dir, const char *name, char *err, size_t errlen);
 void sheet_free(struct sheet *sh);
 
