@@ -796,6 +796,10 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
 				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
 				l->fsdp.enabled ? "FSDP" : l->zero ? "ZeRO-3" : "DDP");
+	if (l->ddp.overlap_param_gather && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
+		return sim_errf(err, errlen, "parallel.ddp.overlap_param_gather: the parameters "
+				"gathered after the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or "
+				"2), not %s's", l->fsdp.enabled ? "FSDP" : l->zero ? "ZeRO-3" : "DDP");
 	if (l->fsdp.enabled && l->fsdp.hsdp && (t->cluster->kind == TOPO_IDEAL ||
 						 dp_of(t) % t->cluster->gpus_per_node ||
 						 t->cluster->gpus_per_node < 2))
