@@ -43,7 +43,17 @@ int par_stage_layers(const struct par_layout *l, uint32_t layers, uint32_t vs,
 		*first = 0, *count = layers;
 		return 0;
 	}
-	uint32_t fixed = (a ? 1 : 0) + (z ? 1 : 0), rest = layers - a - z;
+	uint32_t fixed = (a ? 1 : 0) + (z ? 1 : 0);
+	if (fixed == v) {  /* two virtual stages, both given: they must add up */
+		if (a + z != layers)
+			return sim_errf(err, errlen, "parallel: first_stage_layers %u and "
+					"last_stage_layers %u of the 2 pipeline stages must add "
+					"up to the model's %u layers", a, z, layers);
+		*first = vs == 0 ? 0 : a;
+		*count = vs == 0 ? a : z;
+		return 0;
+	}
+	uint32_t rest = layers - a - z;
 	if (a + z >= layers || rest % (v - fixed))
 		return sim_errf(err, errlen, "parallel: %u layers do not split over %u pipeline "
 				"stages (x %u chunks)%s: set parallel.first_stage_layers and "

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/layout.h"
 #include "parallel/model.h"
 #include "tests/checkmain.h"
 
@@ -628,6 +629,46 @@ START_TEST(deterministic)
 }
 END_TEST
 
+/* ---- layout: layers per pipeline stage (parallel/layout.c) ---------------------- */
+
+/* Stage vs's first layer and count, or -1 with err. */
+static int stage(uint32_t pp, uint32_t vpp, uint32_t a, uint32_t z, uint32_t layers, uint32_t vs,
+		 uint32_t *first, uint32_t *count, char *err)
+{
+	struct par_layout l = { .tp = 1, .pp = pp, .vpp = vpp, .first_stage_layers = a,
+				.last_stage_layers = z };
+	return par_stage_layers(&l, layers, vs, first, count, err, 256);
+}
+
+START_TEST(stage_layers_even_and_uneven)
+{
+	uint32_t first, count;
+	char err[256];
+	/* 126 layers over 16 stages x 2 chunks, first and last one fewer
+	 * (Llama 3): 30 middle chunks of 4. */
+	ck_assert_int_eq(stage(16, 2, 3, 3, 126, 0, &first, &count, err), 0);
+	ck_assert_uint_eq(first, 0);
+	ck_assert_uint_eq(count, 3);
+	ck_assert_int_eq(stage(16, 2, 3, 3, 126, 1, &first, &count, err), 0);
+	ck_assert_uint_eq(first, 3);
+	ck_assert_uint_eq(count, 4);
+	ck_assert_int_eq(stage(16, 2, 3, 3, 126, 31, &first, &count, err), 0);
+	ck_assert_uint_eq(first, 123);
+	ck_assert_uint_eq(count, 3);
+	/* Two stages, both given: they must add up (a fuzzed scenario once
+	 * divided by zero here). */
+	ck_assert_int_eq(stage(2, 1, 10, 14, 24, 1, &first, &count, err), 0);
+	ck_assert_uint_eq(first, 10);
+	ck_assert_uint_eq(count, 14);
+	ck_assert_int_eq(stage(2, 1, 3, 3, 126, 0, &first, &count, err), -1);
+	ck_assert_msg(strstr(err, "must add up to the model's 126 layers"), "%s", err);
+	ck_assert_int_eq(stage(4, 1, 0, 0, 30, 0, &first, &count, err), -1);
+	ck_assert_msg(strstr(err, "30 layers do not split over 4 pipeline stages"), "%s", err);
+	ck_assert_int_eq(stage(1, 1, 5, 0, 30, 0, &first, &count, err), 0);
+	ck_assert_uint_eq(count, 30);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -672,6 +713,9 @@ static Suite *model_suite(void)
 	tcase_add_test(mem, model_states_per_param);
 	tcase_add_test(mem, zero_stages);
 	suite_add_tcase(s, mem);
+	TCase *lay = tcase_create("layout");
+	tcase_add_test(lay, stage_layers_even_and_uneven);
+	suite_add_tcase(s, lay);
 	return s;
 }
 
