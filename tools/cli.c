@@ -15,6 +15,7 @@
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/util.h"
+#include "tools/mpi_pool.h"
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_run,
@@ -43,6 +44,8 @@ const struct cli_cmd *cli_find(const char *name)
 int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 {
 	va_list ap;
+	if (mp_rank() > 0)
+		return code;  /* under mpirun, rank 0 says it once */
 	fprintf(stderr, "clustersim %s: ", a->cmd->name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -336,6 +339,8 @@ static int version_run(struct cli_args *a)
 {
 	(void)a;
 	printf("clustersim %s\n", PACKAGE_VERSION);
+	printf("MPI: %s\n", mp_built() ? "built in (sweep and plan spread over mpirun's ranks)"
+				   : "not built (./configure --with-mpi)");
 	return CLI_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -19,6 +20,8 @@
 #include "parallel/plan.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "sim/util.h"
+#include "tools/mpi_pool.h"
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
@@ -112,9 +115,56 @@ struct outcome {
 	uint32_t i;
 	int ok;
 	char why[200];            /* when not ok                          */
+	char strategy[16];        /* r.strategy's text, from an MPI rank  */
 	struct par_report r;      /* its strategy points into the binary's
-				   * static tables: the same in every process */
+				   * static tables: the same in every forked
+				   * process (MPI ranks: see serve_layout) */
 };
+
+/* A simulation an MPI rank is handed: which, in what fidelity, of what. */
+struct plan_task {
+	uint32_t i;
+	enum sim_fidelity f;
+	struct par_candidate c;
+};
+
+/* What an MPI rank needs to simulate: the scenario and compute model. */
+struct plan_serve {
+	const struct scn *s;
+	const struct par_compute_model *cm;
+};
+
+static void serve_layout(void *ctx, const void *task, void *buf)
+{
+	const struct plan_serve *ps = ctx;
+	struct plan_task t = *(const struct plan_task *)task;
+	struct outcome *o = buf;
+	/* Pointers are this process's own: the algorithms the planner kept
+	 * from the scenario, and the strategy name sent as text. */
+	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
+	memset(o, 0, sizeof(*o));
+	o->i = t.i;
+	o->ok = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why)) == 0;
+	if (o->ok && o->r.strategy)
+		snprintf(o->strategy, sizeof(o->strategy), "%s", o->r.strategy);
+	o->r.strategy = NULL;
+}
+
+/* Rank 0 of several: an outcome lands by its index. */
+struct plan_collect {
+	struct outcome *out;
+	size_t n;
+};
+
+static void collect_outcome(void *ctx, const void *result)
+{
+	struct plan_collect *pc = ctx;
+	const struct outcome *o = result;
+	if (o->i >= pc->n)
+		return;
+	pc->out[o->i] = *o;
+	pc->out[o->i].r.strategy = pc->out[o->i].strategy;
+}
 
 /* Read exactly n bytes (0), or -1 at end of file or on an error. */
 static int read_all(int fd, void *buf, size_t n)
@@ -142,6 +192,18 @@ static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			struct outcome *out)
 {
 	memset(out, 0, n * sizeof(*out));
+	if (mp_size() > 1) {  /* the other MPI ranks simulate, one layout at a time */
+		struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
+		for (size_t i = 0; i < n; i++)
+			tasks[i] = (struct plan_task){ .i = (uint32_t)i, .f = f, .c = v[i].c };
+		struct plan_collect pc = { .out = out, .n = n };
+		struct outcome buf;
+		static volatile sig_atomic_t never;
+		mp_dispatch(tasks, (uint32_t)n, sizeof(*tasks), &buf, sizeof(buf), collect_outcome,
+			    &pc, &never);
+		free(tasks);
+		return 0;
+	}
 	if (jobs > (long long)n)
 		jobs = (long long)n;
 	if (jobs <= 1) {
@@ -304,6 +366,10 @@ static void disagreement(const struct ranked *v, size_t n)
 
 static int plan_run(struct cli_args *a)
 {
+	if (mp_launched() && !mp_built())
+		return cli_error(a, CLI_BADINPUT, "started by an MPI launcher, but this clustersim "
+				 "was built without MPI support (./configure --with-mpi): every "
+				 "rank would run the whole %s; run it once, without mpirun", "plan");
 	if (a->npos != 1 || !cli_has(a, "gpus"))
 		return cli_error(a, CLI_BADINPUT, "expected a scenario and --gpus N (clustersim plan "
 				 "SCENARIO.yaml --gpus N)");
@@ -338,6 +404,15 @@ static int plan_run(struct cli_args *a)
 		sizeof(err));
 	if (!cm)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", a->pos[0], err);
+	if (mp_size() > 1 && mp_rank() > 0) {
+		/* An MPI rank other than 0: simulate the layouts rank 0 hands out. */
+		struct plan_serve ps = { .s = &s, .cm = cm };
+		struct plan_task task;
+		struct outcome buf;
+		mp_serve(&task, sizeof(task), &buf, sizeof(buf), serve_layout, &ps);
+		par_compute_model_free(cm);
+		return CLI_OK;
+	}
 	double t0 = now_s();
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
 						 (uint32_t)gpus, cm);

@@ -6,7 +6,9 @@
  *
  * Workers are forked processes that run points they are handed one at a
  * time (a slow point does not hold up the rest) and send back a fixed-size
- * result; only this process writes the database. A sweep is identified by
+ * result; only this process writes the database. Under mpirun (built
+ * --with-mpi) the other MPI ranks are the workers and rank 0 hands out the
+ * points and writes (tools/mpi_pool.h). A sweep is identified by
  * its scenario, overrides and varied values: rerunning it into the same
  * database skips the points already stored (resume). Results do not depend on
  * the number of workers.
@@ -26,6 +28,7 @@
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/store.h"
+#include "tools/mpi_pool.h"
 
 #define MAX_VARY 8
 #define MAX_VALUES 64
@@ -36,7 +39,8 @@ static const struct cli_opt sweep_opts[] = {
 	  "a scenario key and its values (repeatable: the cartesian product); a..b gives the "
 	  "powers of two from a to b" },
 	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL, "override a scenario key at every point" },
-	{ "jobs", 'j', CLI_COUNT, "N", "all cores", "worker processes" },
+	{ "jobs", 'j', CLI_COUNT, "N", "all cores",
+	  "worker processes (under mpirun, built --with-mpi: the other ranks instead)" },
 	{ "db", 0, CLI_STR, "FILE", NULL, "keep the sweep in SQLite (and resume it from there)" },
 	{ "csv", 0, CLI_STR, "FILE", NULL, "also write the points as CSV" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
@@ -237,6 +241,20 @@ static void worker(const char *path, const struct sweep *sw, uint32_t id, int ta
 			_exit(1);
 	}
 	_exit(0);
+}
+
+/* An MPI rank's task: one point. */
+struct serve {
+	const char *path;
+	const struct sweep *sw;
+};
+
+static void serve_point(void *ctx, const void *task, void *buf)
+{
+	const struct serve *sv = ctx;
+	struct result *r = buf;
+	run_point(sv->path, sv->sw, *(const uint32_t *)task, r);
+	r->worker = (uint32_t)mp_rank();
 }
 
 static int pool_start(struct pool *p, int n, const char *path, const struct sweep *sw)
@@ -440,25 +458,41 @@ static void store_result(struct sim_store *st, int64_t id, const struct sweep *s
 }
 
 /* Hand out the points not yet stored; collect and store the results. */
-static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store *st, int64_t id,
-		   struct point_out *pts, int jobs, double t0)
+/* What run_all keeps while results come in, from workers or MPI ranks. */
+struct collect {
+	const struct sweep *sw;
+	struct sim_store *st;
+	int64_t id;
+	struct point_out *pts;
+	uint32_t done, todo;
+	double t0;
+};
+
+static void collect_result(void *ctx, const void *result)
 {
-	uint32_t todo = 0, done = 0, next = 0, total = sw->npoints;
-	uint32_t *queue = xmalloc(total * sizeof(uint32_t));
-	for (uint32_t i = 0; i < total; i++)
-		if (!(st && sim_store_sweep_has(st, id, i)))
-			queue[todo++] = i;
+	struct collect *c = ctx;
+	const struct result *r = result;
+	c->pts[r->point].r = *r;
+	c->pts[r->point].done = 1;
+	if (c->st)
+		store_result(c->st, c->id, c->sw, r);
+	progress(++c->done, c->todo, c->t0);
+}
+
+/* Run the queue on the forked workers; the number of results. */
+static int run_local(struct cli_args *a, const char *path, const struct sweep *sw,
+		     const uint32_t *queue, uint32_t todo, int jobs, struct collect *c)
+{
+	uint32_t next = 0;
 	if (jobs > (int)todo)
 		jobs = todo ? (int)todo : 1;
 	struct pool pool;
-	if (todo && pool_start(&pool, jobs, a->pos[0], sw) < 0) {
-		free(queue);
+	if (todo && pool_start(&pool, jobs, path, sw) < 0)
 		return cli_error(a, CLI_FAIL, "cannot start workers: %s", strerror(errno));
-	}
 	for (int w = 0; w < pool.n && next < todo; w++, next++)
 		if (write(pool.task[w], &queue[next], sizeof(uint32_t)) < 0)
 			break;
-	while (done < todo) {
+	while (c->done < todo) {
 		struct result r;
 		ssize_t got = read(pool.results, &r, sizeof(r));
 		if (got != (ssize_t)sizeof(r)) {
@@ -466,20 +500,39 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 				continue;
 			break;
 		}
-		pts[r.point].r = r;
-		pts[r.point].done = 1;
-		if (st)
-			store_result(st, id, sw, &r);
-		progress(++done, todo, t0);
+		collect_result(c, &r);
 		if (next < todo && !interrupted &&
 		    write(pool.task[r.worker], &queue[next], sizeof(uint32_t)) > 0)
 			next++;
-		else if (interrupted && done == next)
+		else if (interrupted && c->done == next)
 			break;
 	}
 	if (todo)
 		pool_stop(&pool);
+	return CLI_OK;
+}
+
+static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store *st, int64_t id,
+		   struct point_out *pts, int jobs, double t0)
+{
+	uint32_t todo = 0, total = sw->npoints;
+	uint32_t *queue = xmalloc(total * sizeof(uint32_t));
+	for (uint32_t i = 0; i < total; i++)
+		if (!(st && sim_store_sweep_has(st, id, i)))
+			queue[todo++] = i;
+	struct collect c = { .sw = sw, .st = st, .id = id, .pts = pts, .todo = todo, .t0 = t0 };
+	int rc = CLI_OK;
+	if (mp_size() > 1) {  /* the other MPI ranks are the workers */
+		struct result r;
+		mp_dispatch(queue, todo, sizeof(uint32_t), &r, sizeof(r), collect_result, &c,
+			    &interrupted);
+	} else {
+		rc = run_local(a, a->pos[0], sw, queue, todo, jobs, &c);
+	}
 	free(queue);
+	if (rc != CLI_OK)
+		return rc;
+	uint32_t done = c.done;
 	/* Points of earlier runs of this sweep come from the database. */
 	for (uint32_t i = 0; st && i < total; i++) {
 		char status[32];
@@ -501,6 +554,10 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 
 static int sweep_run(struct cli_args *a)
 {
+	if (mp_launched() && !mp_built())
+		return cli_error(a, CLI_BADINPUT, "started by an MPI launcher, but this clustersim "
+				 "was built without MPI support (./configure --with-mpi): every "
+				 "rank would run the whole %s; run it once, without mpirun", "sweep");
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one scenario file (clustersim sweep "
 				 "SCENARIO.yaml --vary KEY=V1,V2,...)");
@@ -526,6 +583,19 @@ static int sweep_run(struct cli_args *a)
 		if (!scn_key_known(sw.vary[k].key))
 			rc = cli_error(a, CLI_BADINPUT, "option --vary: unknown key %s (see "
 				       "docs/scenario.md)", sw.vary[k].key);
+	if (rc == CLI_OK && mp_size() > 1 && mp_rank() > 0) {
+		/* An MPI rank other than 0: run the points rank 0 hands out. */
+		struct serve sv = { .path = a->pos[0], .sw = &sw };
+		struct result r;
+		uint32_t point;
+		signal(SIGINT, SIG_IGN);  /* rank 0 decides when to stop */
+		mp_serve(&point, sizeof(point), &r, sizeof(r), serve_point, &sv);
+		for (unsigned k = 0; k < sw.nvary; k++)
+			for (unsigned v = 0; v < sw.vary[k].n; v++)
+				free(sw.vary[k].values[v]);
+		free(sw.base);
+		return CLI_OK;
+	}
 	struct sim_store *st = NULL;
 	int64_t id = 0;
 	int resumed = 0;

@@ -2,10 +2,12 @@
  * main.c - the `clustersim` command: finds the subcommand in the table
  * (cli.c) and runs it. Results go to stdout, diagnostics to stderr.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/mpi_pool.h"
 
 /* True if argv asks for help before any "--". */
 static int wants_help(int argc, char **argv)
@@ -16,7 +18,7 @@ static int wants_help(int argc, char **argv)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	if (argc < 2) {
 		cli_help_all(stderr);
@@ -33,6 +35,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "clustersim: unknown command '%s' (see clustersim help)\n", argv[1]);
 		return CLI_BADINPUT;
 	}
+	if (mp_size() > 1 && strcmp(cmd->name, "sweep") && strcmp(cmd->name, "plan")) {
+		if (mp_rank() == 0)
+			fprintf(stderr, "clustersim %s: under mpirun only sweep and plan share their "
+				"work between ranks; run %s once, without mpirun\n", cmd->name,
+				cmd->name);
+		return CLI_BADINPUT;
+	}
 	if (wants_help(argc - 2, argv + 2)) {
 		cli_help(stdout, cmd);
 		return CLI_OK;
@@ -46,5 +55,20 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(a.list) / sizeof(a.list[0]); i++)
 		free(a.list[i]);
 	free(line);
+	return rc;
+}
+
+/*
+ * Under mpirun (built --with-mpi) every rank runs the same command; sweep
+ * and plan share their points out (mpi_pool.h). Rank 0 tells the others
+ * that no more points will come, whether its command succeeded or not.
+ */
+int main(int argc, char **argv)
+{
+	mp_init(&argc, &argv);
+	int rc = run(argc, argv);
+	if (mp_size() > 1 && mp_rank() == 0)
+		mp_stop_workers();
+	mp_finalize();
 	return rc;
 }
