@@ -104,6 +104,24 @@ struct par_layout {
 	const struct sim_coll_algo *algo[SIM_COLL_NOPS];
 };
 
+/* A distribution of mean 1 for variability: none, lognormal or gamma. */
+enum par_dist { PAR_DIST_NONE, PAR_DIST_LOGNORMAL, PAR_DIST_GAMMA };
+
+/*
+ * Variability of compute times (scenario section `variability`), drawn with
+ * GSL from sim.seed: every kernel's time is multiplied by its GPU's speed
+ * factor (drawn once per GPU; stragglers are slower still) and by a jitter
+ * draw of its own.
+ */
+struct par_variability {
+	enum par_dist jitter;        /* per kernel                                */
+	double jitter_cv;            /* its coefficient of variation              */
+	enum par_dist gpu;           /* per GPU, once                             */
+	double gpu_cv;
+	uint32_t stragglers;         /* GPUs, chosen from the seed                */
+	double straggler_slowdown;   /* their kernels take this many times longer */
+};
+
 struct par_compute {
 	double efficiency;        /* > 0: flat efficiency; 0: use `table`       */
 	char table[64];           /* calibration table name ("h200")            */

@@ -27,6 +27,10 @@
 #include "parallel/moe.h"
 #include "parallel/schedule.h"
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -796,6 +800,13 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
 				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
 				l->fsdp.enabled ? "FSDP" : l->zero ? "ZeRO-3" : "DDP");
+	if (t->var && t->symmetry_dp && (t->var->jitter || t->var->gpu || t->var->stragglers))
+		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
+				"behave alike, and variability draws every GPU's own times; use "
+				"sim.symmetry none");
+	if (t->var && t->var->stragglers > gpus_of(t->cluster))
+		return sim_errf(err, errlen, "variability.stragglers: %u stragglers, but the "
+				"cluster has %u GPUs", t->var->stragglers, gpus_of(t->cluster));
 	if (l->ddp.overlap_param_gather && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
 		return sim_errf(err, errlen, "parallel.ddp.overlap_param_gather: the parameters "
 				"gathered after the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or "
@@ -1129,10 +1140,101 @@ static struct sim_program **build_stages(const struct par_train *t, struct sim *
 	return progs;
 }
 
-/* Run the steps one after another (each starts when the last ended). */
+/* ---- variability ---------------------------------------------------------------------- */
+
+/* A draw of mean 1 and coefficient of variation cv (GSL). */
+static double draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
+{
+	if (d == PAR_DIST_LOGNORMAL) {
+		double s2 = log1p(cv * cv);  /* mean exp(mu + s2/2) = 1 */
+		return gsl_ran_lognormal(rng, -s2 / 2, sqrt(s2));
+	}
+	if (d == PAR_DIST_GAMMA) {
+		double k = 1 / (cv * cv);    /* shape k, scale 1/k: mean 1 */
+		return gsl_ran_gamma(rng, k, 1 / k);
+	}
+	return 1;
+}
+
+struct variability {
+	const struct par_variability *v;
+	gsl_rng *rng;
+	double *gpu;                 /* per rank: speed factor x straggler   */
+};
+
+static int var_active(const struct par_train *t)
+{
+	return t->var && (t->var->jitter || t->var->gpu || t->var->stragglers);
+}
+
+/* The engine's compute scale: the GPU's factor times the kernel's jitter. */
+static double var_scale(void *ctx, uint32_t rank, const struct sim_op *op)
+{
+	struct variability *vr = ctx;
+	(void)op;
+	double f = vr->gpu[rank];
+	if (vr->v->jitter)
+		f *= draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
+	return f;
+}
+
+/*
+ * Draw every GPU's factor, then the stragglers (from the same generator,
+ * seeded by sim.seed, so a scenario and seed give the same GPUs), and hook
+ * the scale into the engine. The stragglers' ranks go to the report.
+ */
+static void var_begin(const struct par_train *t, struct sim *sim, struct variability *vr,
+		      struct par_report *r)
+{
+	uint32_t n = sim_nranks(sim);
+	vr->v = t->var;
+	vr->rng = gsl_rng_alloc(gsl_rng_mt19937);
+	gsl_rng_set(vr->rng, (unsigned long)t->seed);
+	vr->gpu = xmalloc(n * sizeof(double));
+	for (uint32_t i = 0; i < n; i++)
+		vr->gpu[i] = draw_mean1(vr->rng, t->var->gpu, t->var->gpu_cv);
+	r->nstragglers = 0;
+	if (t->var->stragglers) {
+		uint32_t k = t->var->stragglers, *all = xmalloc(n * sizeof(uint32_t));
+		uint32_t *pick = xmalloc(k * sizeof(uint32_t));
+		for (uint32_t i = 0; i < n; i++)
+			all[i] = i;
+		gsl_ran_choose(vr->rng, pick, k, all, n, sizeof(uint32_t));  /* in rank order */
+		for (uint32_t i = 0; i < k; i++) {
+			vr->gpu[pick[i]] *= t->var->straggler_slowdown;
+			if (i < ARRAY_SIZE(r->stragglers))
+				r->stragglers[r->nstragglers++] = pick[i];
+		}
+		free(all);
+		free(pick);
+	}
+	sim_set_compute_scale(sim, var_scale, vr);
+}
+
+static void var_end(struct variability *vr)
+{
+	if (vr->rng)
+		gsl_rng_free(vr->rng);
+	free(vr->gpu);
+}
+
+/* Percentiles of the steps' times (each step from its start to its end). */
+static void report_steps(double *step_s, uint32_t n, struct par_report *r)
+{
+	gsl_sort(step_s, 1, n);
+	r->steps = n;
+	r->step_min_s = step_s[0];
+	r->step_max_s = step_s[n - 1];
+	r->step_p50_s = gsl_stats_quantile_from_sorted_data(step_s, 1, n, 0.50);
+	r->step_p90_s = gsl_stats_quantile_from_sorted_data(step_s, 1, n, 0.90);
+	r->step_p99_s = gsl_stats_quantile_from_sorted_data(step_s, 1, n, 0.99);
+}
+
+/* Run the steps one after another (each starts when the last ended); each
+ * step's time into step_s. */
 static int run_steps(const struct par_train *t, struct sim *sim, const struct par_dims *d,
 		     struct sim_program **progs, const uint32_t *slots, sim_ps *end,
-		     struct step_marks *last)
+		     struct step_marks *last, double *step_s)
 {
 	uint32_t n = sim_nranks(sim);
 	int rc = 0;
@@ -1155,6 +1257,7 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 		for (uint32_t r = 0; r < n; r++)
 			if (sim_rank_end(sim, r) > *end)
 				*end = sim_rank_end(sim, r);
+		step_s[s] = sim_ps_to_s(*end - last->t0);
 	}
 	return rc;
 }
@@ -1181,12 +1284,21 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	struct step_marks last = {
 		.compute = xcalloc(n, sizeof(sim_ps)), .exposed = xcalloc(n, sizeof(sim_ps)),
 	};
+	struct variability vr = { 0 };
+	if (var_active(t))
+		var_begin(t, sim, &vr, out);
+	uint32_t nsteps = t->steps ? t->steps : 1;
+	double *step_s = xcalloc(nsteps, sizeof(double));
 	sim_ps t0 = sim_now(sim), end = t0;
-	int rc = run_steps(t, sim, &d, progs, slots, &end, &last);
-	if (rc < 0)
+	int rc = run_steps(t, sim, &d, progs, slots, &end, &last, step_s);
+	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(sim));
-	else
+	} else {
 		report_run(t, sim, end - t0, &last, out);
+		report_steps(step_s, nsteps, out);
+	}
+	free(step_s);
+	var_end(&vr);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
 	for (uint32_t s = 0; s < d.pp * d.cp; s++)

@@ -41,7 +41,10 @@ struct par_train {
 	uint32_t steps;                   /* steps to simulate (>= 1)        */
 	bool symmetry_dp;                 /* simulate data-parallel replica 0
 					   * only (sim_rank_absent the rest) */
-	uint64_t seed;                    /* random draws (MoE routing)      */
+	uint64_t seed;                    /* random draws (MoE routing,
+					   * variability)                    */
+	const struct par_variability *var;  /* compute-time randomness, or
+					   * NULL: none                      */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
 	/* Called once the steps have run, before the sim is freed (to store
@@ -85,6 +88,13 @@ struct par_report {
 					   * last backward kernel            */
 	uint64_t events;
 	sim_ps sim_end_ps;
+	/* Over the steps (sim.steps): each step's time, from its start to the
+	 * last rank's end; percentiles by GSL (linear interpolation). */
+	uint32_t steps;
+	double step_min_s, step_p50_s, step_p90_s, step_p99_s, step_max_s;
+	/* Straggler GPUs (variability.stragglers), the first few by rank. */
+	uint32_t stragglers[8];
+	uint32_t nstragglers;
 };
 
 /*

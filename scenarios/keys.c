@@ -56,6 +56,7 @@ static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
 static const char *const records[] = { "all", "sample", "none", "auto", NULL };
 static const char *const symmetries[] = { "none", "dp", NULL };
+static const char *const dists[] = { "none", "lognormal", "gamma", NULL };
 
 #define BIG 1e9
 static const struct key keys[] = {
@@ -177,6 +178,19 @@ static const struct key keys[] = {
 	  "calibration/NAME/ next to the scenario, else in the data folder" },
 	{ "compute.launch_overhead", KT_TIME, OFF(compute.launch_s), 0, 1, "1.1us", NULL,
 	  "added to every kernel (measured on H200: 1.1 us per kernel in a CUDA graph)" },
+	/* variability */
+	{ "variability.jitter", KT_ENUM, OFF(variability.jitter), 0, 0, "none", dists,
+	  "each compute kernel's time times a draw of mean 1: none, lognormal or gamma" },
+	{ "variability.jitter_cv", KT_NUMBER, OFF(variability.jitter_cv), 1e-6, 10, "0.05", NULL,
+	  "coefficient of variation of the kernel jitter (standard deviation / mean)" },
+	{ "variability.gpu", KT_ENUM, OFF(variability.gpu), 0, 0, "none", dists,
+	  "each GPU's speed, drawn once: its kernels' times times a draw of mean 1" },
+	{ "variability.gpu_cv", KT_NUMBER, OFF(variability.gpu_cv), 1e-6, 10, "0.02", NULL,
+	  "coefficient of variation of the GPU speed factors" },
+	{ "variability.stragglers", KT_COUNT, OFF(variability.stragglers), 0, 1048576, "0", NULL,
+	  "GPUs that run slower than the rest (chosen from sim.seed)" },
+	{ "variability.straggler_slowdown", KT_NUMBER, OFF(variability.straggler_slowdown), 1, 100,
+	  "1.5", NULL, "how many times longer a straggler's kernels take" },
 	/* sim */
 	{ "sim.fidelity", KT_ENUM, OFF(sim.fidelity), 0, 0, "flow", fidelities,
 	  "flow (transfers on links, contention) or analytic (closed forms)" },
@@ -366,7 +380,7 @@ int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t
 		const char *dot = strchr(key, '.');
 		size_t sec = dot ? (size_t)(dot - key) : strlen(key);
 		static const char *const sections[] = { "cluster", "model", "training", "parallel",
-							"compute", "sim" };
+							"compute", "variability", "sim" };
 		for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
 			if (strlen(sections[i]) == sec && !strncmp(key, sections[i], sec))
 				return sim_errf(err, errlen, "unknown key %s (see docs/scenario.md for the "

@@ -41,6 +41,7 @@ struct scn {
 	struct par_training training;
 	struct par_layout parallel;
 	struct par_compute compute;
+	struct par_variability variability;
 	struct scn_sim sim;
 	char path[1024];          /* the scenario file ("" for none)          */
 	char warnings[1024];      /* what validation let pass but should say  */

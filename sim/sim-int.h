@@ -176,6 +176,8 @@ struct sim {
 	char *err;                   /* first fatal error of the run        */
 	uint64_t fire_seq;           /* heap sequence of the event firing   */
 	uint8_t *absent;             /* [rank], NULL while none is          */
+	double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op);
+	void *scale_ctx;             /* sim_set_compute_scale               */
 	uint32_t absent_gen;         /* changes of `absent` so far          */
 };
 

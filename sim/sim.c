@@ -103,6 +103,14 @@ void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void 
 	sim->rec_ctx = ctx;
 }
 
+void sim_set_compute_scale(struct sim *sim,
+			   double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op),
+			   void *ctx)
+{
+	sim->scale = scale;
+	sim->scale_ctx = ctx;
+}
+
 void sim_fail(struct sim *sim, const char *fmt, ...)
 {
 	if (sim->err)
@@ -788,6 +796,14 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	s->run = 1;
 	switch (h->kind) {
 	case SIM_OP_COMPUTE:
+		if (__builtin_expect(sim->scale != NULL, 0)) {
+			/* One op at a time, each with its own draw. */
+			const struct sim_op *op = &prog->ops[h->op];
+			double f = sim->scale(sim->scale_ctx, rank, op);
+			BUG_ON(!(f > 0));
+			sim_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), &s->ev);
+			break;
+		}
 		s->run = h->run_n;
 		sim_schedule(sim, sim->now + h->run_ps, &s->ev);
 		break;

@@ -342,6 +342,17 @@ void sim_free(struct sim *sim);
 uint32_t sim_nranks(const struct sim *sim);
 void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx);
 
+/*
+ * Scale compute times: every compute op a rank starts takes its programmed
+ * duration times scale(ctx, rank, op) (> 0), drawn when it starts, so the
+ * draws follow the deterministic event order. With a scale set, compute ops
+ * run one event each (no coalesced runs). NULL restores the programmed
+ * durations. The parallel layer uses it for stragglers and jitter.
+ */
+void sim_set_compute_scale(struct sim *sim,
+			   double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op),
+			   void *ctx);
+
 /* A group of ranks (its members in the given order); returns its id. */
 uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n);
 uint32_t sim_group_size(const struct sim *sim, uint32_t group);

@@ -209,6 +209,38 @@ static void text_options(struct report *r)
 		       metric(r, "offload.host_s"));
 }
 
+/* The variability line of `clustersim run`, from the configuration. */
+static void text_variability(struct report *r)
+{
+	char jit[32], gpu[32];
+	/* Runs stored before the section existed have none. */
+	if (!*cfg_str(r, "variability.jitter", jit, sizeof(jit)))
+		snprintf(jit, sizeof(jit), "none");
+	if (!*cfg_str(r, "variability.gpu", gpu, sizeof(gpu)))
+		snprintf(gpu, sizeof(gpu), "none");
+	unsigned k = cfg_u(r, "variability.stragglers");
+	if (!strcmp(jit, "none") && !strcmp(gpu, "none") && !k)
+		return;
+	printf("  variability kernel jitter %s", jit);
+	if (strcmp(jit, "none"))
+		printf(" (cv %g)", cfg_num(r, "variability.jitter_cv"));
+	printf(", GPU speed %s", gpu);
+	if (strcmp(gpu, "none"))
+		printf(" (cv %g)", cfg_num(r, "variability.gpu_cv"));
+	if (k) {
+		unsigned n = metric_u(r, "stragglers.n");
+		printf(", %u straggler%s %gx slower (rank", k, k == 1 ? "" : "s",
+		       cfg_num(r, "variability.straggler_slowdown"));
+		for (unsigned i = 0; i < n; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "straggler.%u", i);
+			printf("%s %u", i ? "," : "", metric_u(r, name));
+		}
+		printf("%s)", k > n ? ", ..." : "");
+	}
+	printf("; seed %.0f\n", cfg_num(r, "sim.seed"));
+}
+
 /* Step time, where the critical rank's time went, and the pipeline. */
 static void text_time(struct report *r)
 {
@@ -217,6 +249,12 @@ static void text_time(struct report *r)
 	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n",
 	       metric(r, "step_time_s"), metric(r, "tokens_per_s"), metric(r, "mfu"),
 	       metric(r, "hfu"));
+	if (metric_u(r, "steps") > 1)
+		printf("  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max %.6f)\n",
+		       metric_u(r, "steps"), metric(r, "step_time_p50_s"),
+		       metric(r, "step_time_p90_s"), metric(r, "step_time_p99_s"),
+		       metric(r, "step_time_min_s"), metric(r, "step_time_max_s"));
+	text_variability(r);
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", crit, metric(r, "compute_s"), metric(r, "exposed_comm_s"), bubble,
 	       metric(r, "idle_s"));
@@ -245,6 +283,7 @@ enum jtype {
 	J_BOOL,       /* a metric, 0 false, else true                     */
 	J_STRATEGY,   /* the strategy, from the configuration             */
 	J_MEMCATS,    /* memory.NAME of every category, %.17g             */
+	J_STRAGGLERS, /* [straggler.0, ...] of stragglers.n              */
 	J_OPEN,       /* "key":{                                          */
 	J_CLOSE,      /* }                                                */
 };
@@ -268,6 +307,13 @@ static const struct jfield run_json[] = {
 	{ .type = J_NUM, .key = "tokens_per_s", .fmt = "%.9g", .fits = FITS_NULL },
 	{ .type = J_NUM, .key = "mfu", .fmt = "%.6g", .fits = FITS_NULL },
 	{ .type = J_NUM, .key = "hfu", .fmt = "%.6g", .fits = FITS_NULL },
+	{ .type = J_NUM, .key = "steps", .fmt = "%.0f", .fits = FITS_ONLY },
+	{ .type = J_NUM, .key = "step_time_p50_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_NUM, .key = "step_time_p90_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_NUM, .key = "step_time_p99_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_NUM, .key = "step_time_min_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_NUM, .key = "step_time_max_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_STRAGGLERS, .key = "stragglers" },
 	{ .type = J_OPEN, .key = "memory" },
 	{ .type = J_MEMCATS },
 	{ .type = J_NUM, .key = "model_states", .metric = "memory.model_states", .fmt = "%.17g" },
@@ -310,6 +356,15 @@ static void json_value(struct report *r, const struct jfield *f, int fits)
 		fputs(v ? "true" : "false", stdout);
 	else if (f->type == J_STRATEGY)
 		printf("\"%s\"", strategy(r));
+	else if (f->type == J_STRAGGLERS) {
+		putchar('[');
+		for (unsigned i = 0; i < metric_u(r, "stragglers.n"); i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "straggler.%u", i);
+			printf("%s%u", i ? "," : "", metric_u(r, name));
+		}
+		putchar(']');
+	}
 	else if (!fits && f->fits == FITS_NULL)
 		fputs("null", stdout);
 	else

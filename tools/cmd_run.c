@@ -31,6 +31,8 @@ static const struct cli_opt run_opts[] = {
 	{ "record", 0, CLI_STR, "MODE", "sim.record",
 	  "timelines stored with --db: all, sample (one pipeline, one TP group, the last rank), "
 	  "none or auto (all up to 1,024 GPUs)" },
+	{ "steps", 0, CLI_COUNT, "N", "sim.steps",
+	  "simulate N steps, one after another, and report the spread of their times" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print the report as one JSON object" },
 	{ 0 },
 };
@@ -253,8 +255,8 @@ static int load(struct cli_args *a, struct scn *s)
 	while (strcmp(a->cmd->opts[i].name, "set"))
 		i++;
 	size_t n = (size_t)a->nlist[i];
-	const char **sets = xcalloc(n + 2, sizeof(char *));
-	char fid[64], rec[64];
+	const char **sets = xcalloc(n + 3, sizeof(char *));
+	char fid[64], rec[64], steps[64];
 	for (size_t k = 0; k < n; k++)
 		sets[k] = a->list[i][k];
 	if (cli_has(a, "fidelity")) {
@@ -264,6 +266,10 @@ static int load(struct cli_args *a, struct scn *s)
 	if (cli_has(a, "record")) {
 		snprintf(rec, sizeof(rec), "sim.record=%s", cli_str(a, "record", ""));
 		sets[n++] = rec;
+	}
+	if (cli_has(a, "steps")) {
+		snprintf(steps, sizeof(steps), "sim.steps=%s", cli_str(a, "steps", ""));
+		sets[n++] = steps;
 	}
 	char err[SCN_ERRLEN];
 	int rc = scn_load(s, a->pos[0], sets, n, err, sizeof(err));
@@ -312,6 +318,28 @@ static void print_text(const struct scn *s, const struct par_report *r)
 		return;
 	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
 	       r->tokens_per_s, r->mfu, r->hfu);
+	if (r->steps > 1)
+		printf("  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max %.6f)\n",
+		       r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
+		       r->step_max_s);
+	const struct par_variability *v = &s->variability;
+	if (v->jitter || v->gpu || v->stragglers) {
+		static const char *const dist[] = { "none", "lognormal", "gamma" };
+		printf("  variability kernel jitter %s", dist[v->jitter]);
+		if (v->jitter)
+			printf(" (cv %g)", v->jitter_cv);
+		printf(", GPU speed %s", dist[v->gpu]);
+		if (v->gpu)
+			printf(" (cv %g)", v->gpu_cv);
+		if (v->stragglers) {
+			printf(", %u straggler%s %gx slower (rank", v->stragglers,
+			       v->stragglers == 1 ? "" : "s", v->straggler_slowdown);
+			for (uint32_t i = 0; i < r->nstragglers; i++)
+				printf("%s %u", i ? "," : "", r->stragglers[i]);
+			printf("%s)", v->stragglers > r->nstragglers ? ", ..." : "");
+		}
+		printf("; seed %llu\n", (unsigned long long)s->sim.seed);
+	}
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
@@ -327,10 +355,17 @@ static void print_json(const struct par_report *r, double wall_s)
 	const struct par_memory *m = &r->memory;
 	printf("{");
 	if (m->fits)
-		printf("\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g,\"hfu\":%.6g,",
-		       r->step_time_s, r->tokens_per_s, r->mfu, r->hfu);
+		printf("\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g,\"hfu\":%.6g,"
+		       "\"steps\":%u,\"step_time_p50_s\":%.9g,\"step_time_p90_s\":%.9g,"
+		       "\"step_time_p99_s\":%.9g,\"step_time_min_s\":%.9g,\"step_time_max_s\":%.9g,",
+		       r->step_time_s, r->tokens_per_s, r->mfu, r->hfu, r->steps, r->step_p50_s,
+		       r->step_p90_s, r->step_p99_s, r->step_min_s, r->step_max_s);
 	else
 		printf("\"step_time_s\":null,\"tokens_per_s\":null,\"mfu\":null,\"hfu\":null,");
+	printf("\"stragglers\":[");
+	for (uint32_t i = 0; i < r->nstragglers; i++)
+		printf("%s%u", i ? "," : "", r->stragglers[i]);
+	printf("],");
 	printf("\"memory\":{");
 	for (int c = 0; c < PAR_MEM_NCATS; c++)
 		printf("\"%s\":%.17g,", par_mem_name(c), m->bytes[c]);
@@ -370,6 +405,10 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "moe.imbalance", r->moe.imbalance }, { "moe.dropped", r->moe.dropped },
 		{ "moe.imbalance_s", r->moe.imbalance_s },
 		{ "offload.host_s", r->offload.host_s },
+		{ "steps", r->steps }, { "step_time_p50_s", r->step_p50_s },
+		{ "step_time_p90_s", r->step_p90_s }, { "step_time_p99_s", r->step_p99_s },
+		{ "step_time_min_s", r->step_min_s }, { "step_time_max_s", r->step_max_s },
+		{ "stragglers.n", r->nstragglers },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		sim_store_metric(st, m[i].name, m[i].v);
@@ -377,6 +416,11 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		char name[48];
 		snprintf(name, sizeof(name), "memory.%s", par_mem_name(c));
 		sim_store_metric(st, name, r->memory.bytes[c]);
+	}
+	for (uint32_t i = 0; i < r->nstragglers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "straggler.%u", i);
+		sim_store_metric(st, name, r->stragglers[i]);
 	}
 }
 

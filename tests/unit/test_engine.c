@@ -394,6 +394,44 @@ END_TEST
 static const double chunk_sizes[] = { 64.0 * 1024, 1024.0 * 1024, SIM_DEFAULT_CHUNK_BYTES, 1e9 };
 
 /* 10 MB from rank 0 to rank 1: alpha + n/W whatever the chunk size. */
+/* A compute scale: twice as long on rank 0, and counted per call. */
+static unsigned scale_calls;
+
+static double double_rank0(void *ctx, uint32_t rank, const struct sim_op *op)
+{
+	(void)ctx, (void)op;
+	scale_calls++;
+	return rank == 0 ? 2.0 : 1.0;
+}
+
+/* sim_set_compute_scale: every compute op is scaled when it starts, one op
+ * per event (the runs of test_compute_runs are not coalesced). */
+START_TEST(test_compute_scale)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "a", 1 * US, 0, 0);
+	sim_program_compute(p, 0, "b", 2 * US, 0, 0);
+	sim_program_compute(p, 0, "c", 3 * US, 0, 0);
+	scale_calls = 0;
+	sim_set_compute_scale(ts.sim, double_rank0, NULL);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "a", 0, 2 * US);
+	ASSERT_RECORD(ts.rec, 0, "b", 2 * US, 6 * US);
+	ASSERT_RECORD(ts.rec, 0, "c", 6 * US, 12 * US);
+	ASSERT_RECORD(ts.rec, 1, "c", 3 * US, 6 * US);
+	ck_assert_uint_eq(scale_calls, 6);
+	ck_assert_uint_eq(sim_events(ts.sim), 6);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 12 * US);
+	ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->compute_ps, 12 * US);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
 START_TEST(test_send_recv_time)
 {
 	const double alpha = 10e-6, W = 50e9, n = 10e6, chunk = chunk_sizes[_i];
@@ -1140,6 +1178,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_streams_overlap);
 	tcase_add_test(tc, test_zero_compute);
 	tcase_add_test(tc, test_compute_runs);
+	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
