@@ -906,6 +906,15 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		return -1;
 	report_static(t, out);
 	moe_report(t, out);
+	memset(&out->goodput, 0, sizeof(out->goodput));
+	if (t->failures && t->failures->gpu_mtbf_s > 0) {
+		/* A checkpoint holds what a restart needs: the weights and the
+		 * optimizer states (fp32 master copy included) of the whole model. */
+		struct par_states st;
+		par_model_states(out->params, t->training->precision, t->training->optimizer, 0, 1,
+				 &st);
+		par_goodput_of(t->failures, out->gpus, st.weights + st.optimizer, &out->goodput);
+	}
 	/* The busiest stage sets the memory: usually the first (1F1B keeps p
 	 * micro-batches in flight there, SPEC C23). */
 	for (uint32_t s = 0; s < t->layout->pp; s++) {

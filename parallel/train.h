@@ -15,6 +15,7 @@
 
 #include "parallel/compute.h"
 #include "parallel/config.h"
+#include "parallel/goodput.h"
 #include "sim/sim.h"
 #include "topology/topo.h"
 
@@ -45,6 +46,8 @@ struct par_train {
 					   * variability)                    */
 	const struct par_variability *var;  /* compute-time randomness, or
 					   * NULL: none                      */
+	const struct par_failures *failures;  /* checkpointing and goodput, or
+					   * NULL: not reported              */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
 	/* Called once the steps have run, before the sim is freed (to store
@@ -92,6 +95,8 @@ struct par_report {
 	 * last rank's end; percentiles by GSL (linear interpolation). */
 	uint32_t steps;
 	double step_min_s, step_p50_s, step_p90_s, step_p99_s, step_max_s;
+	/* Failures at scale (failures.gpu_mtbf > 0; else all zero). */
+	struct par_goodput goodput;
 	/* Straggler GPUs (variability.stragglers), the first few by rank. */
 	uint32_t stragglers[8];
 	uint32_t nstragglers;

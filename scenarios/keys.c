@@ -23,6 +23,7 @@ enum kt {
 	KT_NUMBER,   /* plain number (ratio, exponent)        */
 	KT_BYTES,    /* size with unit                        */
 	KT_TIME,     /* time with unit                        */
+	KT_RATE,     /* rate with unit                        */
 	KT_BOOL,     /* true or false                         */
 	KT_ENUM,     /* one of names; stored as int           */
 	KT_PRESET,   /* model preset name (read by load.c)    */
@@ -191,6 +192,16 @@ static const struct key keys[] = {
 	  "GPUs that run slower than the rest (chosen from sim.seed)" },
 	{ "variability.straggler_slowdown", KT_NUMBER, OFF(variability.straggler_slowdown), 1, 100,
 	  "1.5", NULL, "how many times longer a straggler's kernels take" },
+	/* failures */
+	{ "failures.gpu_mtbf", KT_TIME, OFF(failures.gpu_mtbf_s), 0, 1e15, "0", NULL,
+	  "mean time between failures of one GPU (its share of node failures included); 0: no "
+	  "failures reported" },
+	{ "failures.storage_bandwidth", KT_RATE, OFF(failures.storage_Bps), 1, 1e18, "100GB/s", NULL,
+	  "aggregate write bandwidth of the checkpoint storage (an assumption: measure yours)" },
+	{ "failures.restart", KT_TIME, OFF(failures.restart_s), 0, 1e9, "10min", NULL,
+	  "from a failure to training again: detection, rescheduling, loading the checkpoint" },
+	{ "failures.run", KT_TIME, OFF(failures.run_s), 1, 1e12, "30d", NULL,
+	  "wall-clock length of the run the goodput is reported for" },
 	/* sim */
 	{ "sim.fidelity", KT_ENUM, OFF(sim.fidelity), 0, 0, "flow", fidelities,
 	  "flow (transfers on links, contention) or analytic (closed forms)" },
@@ -209,7 +220,7 @@ static const struct key keys[] = {
 
 static const char *const kt_value[] = {
 	[KT_COUNT] = "integer", [KT_NUMBER] = "number", [KT_BYTES] = "size", [KT_TIME] = "time",
-	[KT_BOOL] = "true/false", [KT_ENUM] = "name", [KT_PRESET] = "name", [KT_ALGO] = "name",
+	[KT_RATE] = "rate", [KT_BOOL] = "true/false", [KT_ENUM] = "name", [KT_PRESET] = "name", [KT_ALGO] = "name",
 	[KT_DP] = "integer or auto", [KT_EFF] = "number or name", [KT_SEED] = "integer",
 	[KT_TEXT] = "text",
 };
@@ -281,12 +292,14 @@ static int parse_units(const struct key *k, const char *v, double *out, char *er
 {
 	char why[256];
 	double x;
-	if (sim_units_parse(k->type == KT_TIME ? SIM_UNIT_TIME : SIM_UNIT_BYTES, v, &x, why,
-			    sizeof(why)) < 0)
+	enum sim_unit u = k->type == KT_TIME ? SIM_UNIT_TIME
+			  : k->type == KT_RATE ? SIM_UNIT_RATE : SIM_UNIT_BYTES;
+	if (sim_units_parse(u, v, &x, why, sizeof(why)) < 0)
 		return sim_errf(err, errlen, "%s: %s", k->name, why);
 	if (x < k->min || x > k->max)
 		return sim_errf(err, errlen, "%s: expected %s from %g to %g, got '%s'", k->name,
-			    k->type == KT_TIME ? "a time (s)" : "a size (bytes)", k->min, k->max, v);
+			    k->type == KT_TIME ? "a time (s)" : k->type == KT_RATE ? "a rate (bytes/s)"
+			    : "a size (bytes)", k->min, k->max, v);
 	*out = x;
 	return 0;
 }
@@ -339,6 +352,7 @@ static int key_set(struct scn *s, const struct key *k, const char *v, char *err,
 		return parse_plain(k, v, (double *)(void *)f, err, errlen);
 	case KT_BYTES:
 	case KT_TIME:
+	case KT_RATE:
 		return parse_units(k, v, (double *)(void *)f, err, errlen);
 	case KT_BOOL:
 		return parse_bool(k, v, (bool *)(void *)f, err, errlen);
@@ -380,7 +394,7 @@ int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t
 		const char *dot = strchr(key, '.');
 		size_t sec = dot ? (size_t)(dot - key) : strlen(key);
 		static const char *const sections[] = { "cluster", "model", "training", "parallel",
-							"compute", "variability", "sim" };
+							"compute", "variability", "failures", "sim" };
 		for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
 			if (strlen(sections[i]) == sec && !strncmp(key, sections[i], sec))
 				return sim_errf(err, errlen, "unknown key %s (see docs/scenario.md for the "
@@ -462,6 +476,7 @@ static void json_value(const struct scn *s, const struct key *k, char *buf, size
 	case KT_NUMBER:
 	case KT_BYTES:
 	case KT_TIME:
+	case KT_RATE:
 		snprintf(buf, len, "%.17g", *(const double *)(const void *)f);
 		break;
 	case KT_BOOL:

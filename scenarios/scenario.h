@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "parallel/config.h"
+#include "parallel/goodput.h"
 #include "sim/sim.h"
 #include "topology/topo.h"
 
@@ -42,6 +43,7 @@ struct scn {
 	struct par_layout parallel;
 	struct par_compute compute;
 	struct par_variability variability;
+	struct par_failures failures;
 	struct scn_sim sim;
 	char path[1024];          /* the scenario file ("" for none)          */
 	char warnings[1024];      /* what validation let pass but should say  */

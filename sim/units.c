@@ -74,6 +74,9 @@ static const struct unit_row time_rows[] = {
 	{ .suffix = "\xce\xbc" "s", .mult = 1e-6 },
 	{ .suffix = "ms",           .mult = 1e-3,  .print = true },
 	{ .suffix = "s",            .mult = 1.0,   .print = true },
+	{ .suffix = "min",          .mult = 60.0 },
+	{ .suffix = "h",            .mult = 3600.0 },
+	{ .suffix = "d",            .mult = 86400.0 },
 };
 
 /* FLOP rates: "FLOP/s" is printed, "FLOPS" (marketing style) is accepted. */
@@ -183,7 +186,7 @@ static const struct kind_info kinds[] = {
 	},
 	[SIM_UNIT_TIME] = {
 		.noun = "time",
-		.expect = "a time such as 10us, 1.5ms or 0",
+		.expect = "a time such as 10us, 1.5ms, 2h or 0",
 		.rows = time_rows, .nrows = ARRAY_SIZE(time_rows),
 		.tail = "", .lookup = plain_lookup,
 	},

@@ -357,7 +357,7 @@ void cli_train_of(struct par_train *t, const struct scn *s, const struct par_com
 	*t = (struct par_train){
 		.model = &s->model, .training = &s->training, .layout = &s->parallel,
 		.compute = cm, .cluster = &s->cluster, .steps = s->sim.steps, .seed = s->sim.seed,
-		.var = &s->variability,
+		.var = &s->variability, .failures = &s->failures,
 	};
 	sim_config_init(&t->sim);
 	t->sim.fidelity = s->sim.fidelity;

@@ -241,6 +241,21 @@ static void text_variability(struct report *r)
 	printf("; seed %.0f\n", cfg_num(r, "sim.seed"));
 }
 
+/* The failures line of `clustersim run`, from the metrics. */
+static void text_failures(struct report *r)
+{
+	double m = metric(r, "failures.job_mtbf_s"), g = metric(r, "failures.goodput");
+	double u = metric(r, "failures.useful_s");
+	if (!(m > 0))
+		return;
+	printf("  failures    job MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
+	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
+	       "training in %.1f days\n", m / 3600, metric_u(r, "gpus"),
+	       metric(r, "failures.checkpoint_bytes") / 1e9, metric(r, "failures.checkpoint_s"),
+	       metric(r, "failures.interval_s"), metric(r, "failures.young_s"), g,
+	       metric(r, "failures.interruptions"), u / 86400, u / (g > 0 ? g : 1) / 86400);
+}
+
 /* Step time, where the critical rank's time went, and the pipeline. */
 static void text_time(struct report *r)
 {
@@ -255,6 +270,7 @@ static void text_time(struct report *r)
 		       metric(r, "step_time_p90_s"), metric(r, "step_time_p99_s"),
 		       metric(r, "step_time_min_s"), metric(r, "step_time_max_s"));
 	text_variability(r);
+	text_failures(r);
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", crit, metric(r, "compute_s"), metric(r, "exposed_comm_s"), bubble,
 	       metric(r, "idle_s"));
@@ -313,6 +329,17 @@ static const struct jfield run_json[] = {
 	{ .type = J_NUM, .key = "step_time_p99_s", .fmt = "%.9g", .fits = FITS_ONLY },
 	{ .type = J_NUM, .key = "step_time_min_s", .fmt = "%.9g", .fits = FITS_ONLY },
 	{ .type = J_NUM, .key = "step_time_max_s", .fmt = "%.9g", .fits = FITS_ONLY },
+	{ .type = J_OPEN, .key = "failures" },
+	{ .type = J_NUM, .key = "job_mtbf_s", .metric = "failures.job_mtbf_s", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "checkpoint_bytes", .metric = "failures.checkpoint_bytes",
+	  .fmt = "%.17g" },
+	{ .type = J_NUM, .key = "checkpoint_s", .metric = "failures.checkpoint_s", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "young_s", .metric = "failures.young_s", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "interval_s", .metric = "failures.interval_s", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "goodput", .metric = "failures.goodput", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "interruptions", .metric = "failures.interruptions", .fmt = "%.9g" },
+	{ .type = J_NUM, .key = "useful_s", .metric = "failures.useful_s", .fmt = "%.9g" },
+	{ .type = J_CLOSE },
 	{ .type = J_STRAGGLERS, .key = "stragglers" },
 	{ .type = J_OPEN, .key = "memory" },
 	{ .type = J_MEMCATS },

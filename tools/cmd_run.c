@@ -282,6 +282,19 @@ static void print_bytes(const char *label, double v)
 	printf("%s %.2f GB", label, v / 1e9);
 }
 
+/* Failures at scale (failures.gpu_mtbf), when set. */
+static void print_failures(const struct par_report *r)
+{
+	const struct par_goodput *g = &r->goodput;
+	if (!(g->job_mtbf_s > 0))
+		return;
+	printf("  failures    job MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
+	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
+	       "training in %.1f days\n", g->job_mtbf_s / 3600, r->gpus, g->checkpoint_bytes / 1e9,
+	       g->checkpoint_s, g->interval_s, g->young_s, g->goodput, g->failures,
+	       g->useful_s / 86400, g->useful_s / (g->goodput > 0 ? g->goodput : 1) / 86400);
+}
+
 static void print_text(const struct scn *s, const struct par_report *r)
 {
 	const struct par_model *m = &s->model;
@@ -340,6 +353,7 @@ static void print_text(const struct scn *s, const struct par_report *r)
 		}
 		printf("; seed %llu\n", (unsigned long long)s->sim.seed);
 	}
+	print_failures(r);
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
@@ -362,6 +376,11 @@ static void print_json(const struct par_report *r, double wall_s)
 		       r->step_p90_s, r->step_p99_s, r->step_min_s, r->step_max_s);
 	else
 		printf("\"step_time_s\":null,\"tokens_per_s\":null,\"mfu\":null,\"hfu\":null,");
+	const struct par_goodput *g = &r->goodput;
+	printf("\"failures\":{\"job_mtbf_s\":%.9g,\"checkpoint_bytes\":%.17g,\"checkpoint_s\":%.9g,"
+	       "\"young_s\":%.9g,\"interval_s\":%.9g,\"goodput\":%.9g,\"interruptions\":%.9g,"
+	       "\"useful_s\":%.9g},", g->job_mtbf_s, g->checkpoint_bytes, g->checkpoint_s,
+	       g->young_s, g->interval_s, g->goodput, g->failures, g->useful_s);
 	printf("\"stragglers\":[");
 	for (uint32_t i = 0; i < r->nstragglers; i++)
 		printf("%s%u", i ? "," : "", r->stragglers[i]);
@@ -409,6 +428,14 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "step_time_p90_s", r->step_p90_s }, { "step_time_p99_s", r->step_p99_s },
 		{ "step_time_min_s", r->step_min_s }, { "step_time_max_s", r->step_max_s },
 		{ "stragglers.n", r->nstragglers },
+		{ "failures.job_mtbf_s", r->goodput.job_mtbf_s },
+		{ "failures.checkpoint_bytes", r->goodput.checkpoint_bytes },
+		{ "failures.checkpoint_s", r->goodput.checkpoint_s },
+		{ "failures.young_s", r->goodput.young_s },
+		{ "failures.interval_s", r->goodput.interval_s },
+		{ "failures.goodput", r->goodput.goodput },
+		{ "failures.interruptions", r->goodput.failures },
+		{ "failures.useful_s", r->goodput.useful_s },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		sim_store_metric(st, m[i].name, m[i].v);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_variability.sh - stragglers and jitter (scenario section
-# variability, docs/variability.md): the same seed gives the same steps and
+# variability, docs/variability.md), and failures at scale (section
+# failures: Young/Daly goodput): the same seed gives the same steps and
 # another seed other ones; one GPU 1.5x slower stretches every step of its
 # data-parallel group by about 1.5x, and the report names it; a spread of
 # GPU speeds costs more as the synchronous group grows (its slowest member
@@ -76,6 +77,21 @@ awk "BEGIN { exit !($prev > 1.1) }" && ok "128 replicas pay more than 10 %" || b
 "$CS" report "$T/v.db" --json | strip >"$T/j2"
 cmp -s "$T/j1" "$T/j2" && ok "report --json equals run --json" || bad "report JSON: $(diff "$T/j1" "$T/j2" | head -3)"
 
+# Failures at scale: Young/Daly goodput of Llama-3-405B on 16,384 GPUs
+# (closed forms; the step in the collapsed mode), stored and reprinted.
+BIG=$SRC/scenarios/llama3-405b-h100x16384.yaml
+F="--fidelity analytic --set sim.symmetry=dp --set failures.gpu_mtbf=50000h"
+"$CS" run "$BIG" $F --json >"$T/f.json" 2>"$T/err" || bad "failures run: $(cat "$T/err")"
+m=$(num "$T/f.json" job_mtbf_s) c=$(num "$T/f.json" checkpoint_s) gp=$(num "$T/f.json" goodput)
+awk "BEGIN { exit !($m > 10986 && $m < 10987 && $c > 56 && $c < 58 && $gp > 0.8 && $gp < 0.9) }" &&
+	ok "job MTBF $m s, checkpoint $c s, goodput $gp" || bad "failures: $m $c $gp"
+"$CS" run "$BIG" $F --db "$T/f.db" >"$T/f1" 2>&1 && "$CS" report "$T/f.db" >"$T/f2" 2>&1 &&
+	grep -q "failures    job MTBF 3.05 h over 16384 GPUs" "$T/f2" &&
+	[ "$(grep "^  failures" "$T/f1")" = "$(grep "^  failures" "$T/f2")" ] &&
+	ok "the failures line, run and report" || bad "failures line: $(grep failures "$T/f1" "$T/f2")"
+"$CS" run "$BIG" --fidelity analytic --set sim.symmetry=dp --json >"$T/f0.json" 2>/dev/null
+[ "$(num "$T/f0.json" goodput)" = 0 ] && ok "no MTBF, no goodput" || bad "goodput without MTBF"
+
 # Bad input.
 bad_case() {
 	want=$1; shift
@@ -89,4 +105,6 @@ bad_case "variability.straggler_slowdown" --set variability.straggler_slowdown=0
 bad_case "variability.jitter" --set variability.jitter=normal
 bad_case "sim.symmetry: dp needs" --set variability.gpu=gamma --set sim.symmetry=dp
 bad_case "sim.steps: expected a whole number from 1" --steps 0
+bad_case "failures.storage_bandwidth" --set failures.storage_bandwidth=fast
+bad_case "failures.gpu_mtbf: unknown unit" --set failures.gpu_mtbf=3years
 finish

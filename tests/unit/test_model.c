@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/goodput.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
 #include "tests/checkmain.h"
@@ -669,6 +670,39 @@ START_TEST(stage_layers_even_and_uneven)
 }
 END_TEST
 
+/* ---- failures: Young/Daly checkpointing (parallel/goodput.c) --------------------- */
+
+START_TEST(goodput_young_daly)
+{
+	/* 3,600 GPUs failing every 3,600 h each: one interruption an hour; a
+	 * 60 s checkpoint; 10 minutes to restart. */
+	struct par_failures f = { .gpu_mtbf_s = 3600.0 * 3600, .storage_Bps = 1e9,
+				  .restart_s = 600, .run_s = 86400 };
+	struct par_goodput g;
+	par_goodput_of(&f, 3600, 60e9, &g);
+	ck_assert_double_eq_tol(g.job_mtbf_s, 3600, 1e-9);
+	ck_assert_double_eq_tol(g.checkpoint_s, 60, 1e-12);
+	ck_assert_double_eq_tol(g.young_s, sqrt(2 * 60 * 3600.0), 1e-9);
+	double x = 60 / 7200.0;
+	ck_assert_double_eq_tol(g.interval_s, g.young_s * (1 + sqrt(x) / 3 + x / 9) - 60, 1e-9);
+	ck_assert_double_eq_tol(g.interval_s, 617.88, 0.01);
+	ck_assert_double_eq_tol(g.failures, 24, 1e-9);
+	/* Daly's interval is the optimum: longer or shorter wastes more. */
+	for (double k = 0.5; k <= 2; k += 0.25)
+		ck_assert(par_goodput_at(&f, &g, g.interval_s * k) <= g.goodput + 1e-12);
+	ck_assert(g.goodput > 0.7 && g.goodput < 0.9);
+	ck_assert_double_eq_tol(g.useful_s, g.goodput * 86400, 1e-6);
+	/* A checkpoint longer than twice the MTBF: checkpoint every MTBF. */
+	par_goodput_of(&f, 3600, 8000e9, &g);
+	ck_assert_double_eq_tol(g.interval_s, 3600, 1e-9);
+	/* Without an MTBF nothing is reported. */
+	f.gpu_mtbf_s = 0;
+	par_goodput_of(&f, 3600, 60e9, &g);
+	ck_assert_double_eq(g.goodput, 0);
+	ck_assert_double_eq(g.job_mtbf_s, 0);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -715,6 +749,7 @@ static Suite *model_suite(void)
 	suite_add_tcase(s, mem);
 	TCase *lay = tcase_create("layout");
 	tcase_add_test(lay, stage_layers_even_and_uneven);
+	tcase_add_test(lay, goodput_young_daly);
 	suite_add_tcase(s, lay);
 	return s;
 }

@@ -182,6 +182,19 @@ START_TEST(test_zero_without_unit)
 }
 END_TEST
 
+/* Long times (MTBF, restart, run length) read in minutes, hours and days;
+ * they print in seconds. */
+START_TEST(test_long_times)
+{
+	PARSE_OK(SIM_UNIT_TIME, "10min", 600);
+	PARSE_OK(SIM_UNIT_TIME, "1.5h", 5400);
+	PARSE_OK(SIM_UNIT_TIME, "50000 h", 1.8e8);
+	PARSE_OK(SIM_UNIT_TIME, "54d", 54 * 86400.0);
+	char buf[32];
+	ck_assert_str_eq(sim_units_format(SIM_UNIT_TIME, 7200, buf, sizeof(buf)), "7200 s");
+}
+END_TEST
+
 START_TEST(test_missing_unit)
 {
 	PARSE_FAILS(SIM_UNIT_BYTES, "1000",
@@ -248,7 +261,7 @@ START_TEST(test_garbage)
 	PARSE_FAILS(SIM_UNIT_BYTES, "++1GB", "does not start with a number");
 	PARSE_FAILS(SIM_UNIT_BYTES, "1gb", "unknown unit \"gb\"");
 	PARSE_FAILS(SIM_UNIT_TIME, "10m", "unknown unit \"m\"");
-	PARSE_FAILS(SIM_UNIT_TIME, "10min", "expected a time such as 10us");
+	PARSE_FAILS(SIM_UNIT_TIME, "10mins", "expected a time such as 10us");
 	PARSE_FAILS(SIM_UNIT_FLOPS, "989T", "expected a FLOP rate");
 }
 END_TEST
@@ -309,7 +322,7 @@ START_TEST(test_expect)
 	ck_assert_str_eq(sim_units_expect(SIM_UNIT_RATE),
 			 "a rate such as 50GB/s or 400Gb/s");
 	ck_assert_str_eq(sim_units_expect(SIM_UNIT_TIME),
-			 "a time such as 10us, 1.5ms or 0");
+			 "a time such as 10us, 1.5ms, 2h or 0");
 	ck_assert_str_eq(sim_units_expect(SIM_UNIT_FLOPS),
 			 "a FLOP rate such as 989TFLOP/s");
 }
@@ -400,6 +413,7 @@ static Suite *units_suite(void)
 	tcase_add_test(parse, test_time_units);
 	tcase_add_test(parse, test_flops_units);
 	tcase_add_test(parse, test_zero_without_unit);
+	tcase_add_test(parse, test_long_times);
 	tcase_add_test(parse, test_missing_unit);
 	tcase_add_test(parse, test_ambiguous);
 	tcase_add_test(parse, test_negative);
