@@ -28,7 +28,7 @@ before=$(earlier)
 	--db "$DB" >/dev/null 2>&1 &
 pid=$!
 i=0
-while [ $i -lt 600 ]; do
+while [ $i -lt 3000 ]; do  # up to 300 s: valgrind (make check-valgrind) is slow
 	n=$(q "$DB" "SELECT count(*) FROM timeline_blocks WHERE run_id = 3" 2>/dev/null)
 	[ "${n:-0}" -gt 0 ] && break
 	kill -0 $pid 2>/dev/null || break
