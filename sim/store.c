@@ -358,6 +358,26 @@ static int store_exec(struct sim_store *st, const char *sql, const char *what)
 	return 0;
 }
 
+/*
+ * Run sql, trying again while another connection holds a lock that
+ * SQLite's busy handler does not wait for: two processes opening one new
+ * file at once both switch it to WAL, and the second gets SQLITE_BUSY at
+ * once (SQLite does not wait where waiting could deadlock). Up to the busy
+ * timeout, in 10 ms naps.
+ */
+static int store_exec_retry(struct sim_store *st, const char *sql, const char *what)
+{
+	for (int waited_ms = 0;; waited_ms += 10) {
+		int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			return 0;
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited_ms >= STORE_BUSY_TIMEOUT_MS)
+			return store_db_err(st, what);
+		const struct timespec nap = { 0, 10 * 1000 * 1000 };
+		nanosleep(&nap, NULL);
+	}
+}
+
 /* Step a write statement to completion and make it ready for reuse. */
 static int store_step(struct sim_store *st, sqlite3_stmt *s, const char *what)
 {
@@ -489,11 +509,11 @@ static int store_schema_init(struct sim_store *st, const char *path)
 				 "(%s) reads and writes version %d; use a new database file",
 				 path, version, PACKAGE_VERSION, SIM_STORE_SCHEMA_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(store_pragmas); i++)
-		if (store_exec(st, store_pragmas[i], store_pragmas[i]) < 0)
+		if (store_exec_retry(st, store_pragmas[i], store_pragmas[i]) < 0)
 			return -1;
 	if (version == SIM_STORE_SCHEMA_VERSION)
 		return 0;
-	if (store_exec(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
+	if (store_exec_retry(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
 		return -1;
 	if (store_exec(st, store_schema, "creating the schema") < 0 ||
 	    store_exec(st, "COMMIT", "creating the schema") < 0) {
