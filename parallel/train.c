@@ -1304,6 +1304,11 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 		snprintf(err, errlen, "%s", sim_error(sim));
 	} else {
 		report_run(t, sim, end - t0, &last, out);
+		out->step_times = NULL;
+		if (t->keep_steps) {
+			out->step_times = xmalloc(nsteps * sizeof(double));
+			memcpy(out->step_times, step_s, nsteps * sizeof(double));
+		}
 		report_steps(step_s, nsteps, out);
 	}
 	free(step_s);

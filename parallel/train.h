@@ -48,6 +48,7 @@ struct par_train {
 					   * NULL: none                      */
 	const struct par_failures *failures;  /* checkpointing and goodput, or
 					   * NULL: not reported              */
+	bool keep_steps;                  /* fill par_report.step_times      */
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
 	/* Called once the steps have run, before the sim is freed (to store
@@ -95,6 +96,9 @@ struct par_report {
 	 * last rank's end; percentiles by GSL (linear interpolation). */
 	uint32_t steps;
 	double step_min_s, step_p50_s, step_p90_s, step_p99_s, step_max_s;
+	double *step_times;               /* with keep_steps: each step's time,
+					   * in order (malloc'd: the caller
+					   * frees it); else NULL            */
 	/* Failures at scale (failures.gpu_mtbf > 0; else all zero). */
 	struct par_goodput goodput;
 	/* Straggler GPUs (variability.stragglers), the first few by rank. */

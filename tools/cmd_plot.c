@@ -36,6 +36,11 @@ static const struct cli_opt plot_opts[] = {
 	{ "where", 0, CLI_LIST, "KEY=VALUE", NULL,
 	  "keep only the points where a varied key has this value (repeatable)" },
 	{ "svg", 0, CLI_STR, "FILE", NULL, "write the chart to FILE, - for standard output (required)" },
+	{ "steps", 0, CLI_FLAG, NULL, NULL,
+	  "draw instead the distribution of the step times of runs stored with --steps N "
+	  "(`clustersim run --db`): one line per run" },
+	{ "run", 0, CLI_LIST, "ID", "every run with 2 steps or more",
+	  "with --steps, a run to draw (repeatable)" },
 	{ 0 },
 };
 
@@ -587,6 +592,170 @@ static int write_svg(struct plotctx *c)
 	return rc;
 }
 
+/* ---- the distribution of step times (--steps) ---------------------------------------- */
+
+/* A run's label, short enough for the legend: its id and its variability
+ * (jitter and GPU-speed cv, stragglers and their slowdown; the
+ * distributions' names are in the run's configuration). */
+static char *run_label(struct plotctx *c, long long run)
+{
+	static const char *const sql =
+		"SELECT json_extract(config, '$.\"variability.jitter\"'),"
+		" json_extract(config, '$.\"variability.jitter_cv\"'),"
+		" json_extract(config, '$.\"variability.gpu\"'),"
+		" json_extract(config, '$.\"variability.gpu_cv\"'),"
+		" json_extract(config, '$.\"variability.stragglers\"'),"
+		" json_extract(config, '$.\"variability.straggler_slowdown\"') FROM runs WHERE id = ?";
+	sqlite3_stmt *q;
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "run %lld:", run);
+	int any = 0;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(q, 1, run);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			const char *jit = (const char *)sqlite3_column_text(q, 0);
+			const char *gpu = (const char *)sqlite3_column_text(q, 2);
+			long long k = sqlite3_column_int64(q, 4);
+			if (jit && strcmp(jit, "none") && n < (int)sizeof(buf))
+				n += snprintf(buf + n, sizeof(buf) - (size_t)n, " jitter %g",
+					      sqlite3_column_double(q, 1)), any = 1;
+			if (gpu && strcmp(gpu, "none") && n < (int)sizeof(buf))
+				n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s GPUs %g",
+					      any ? "," : "", sqlite3_column_double(q, 3)), any = 1;
+			if (k > 0 && n < (int)sizeof(buf))
+				n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s %lld slow %gx",
+					      any ? "," : "", k, sqlite3_column_double(q, 5)), any = 1;
+		}
+		sqlite3_finalize(q);
+	}
+	if (!any && n < (int)sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - (size_t)n, " no variability");
+	return xstrdup(buf);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* A run's step times, sorted; their number in *n (0: none stored). */
+static double *run_steps(struct plotctx *c, long long run, size_t *n)
+{
+	sqlite3_stmt *q;
+	double *v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	if (sqlite3_prepare_v2(c->db, "SELECT value FROM metrics WHERE run_id = ? AND name LIKE "
+			       "'step.%' AND value IS NOT NULL", -1, &q, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(q, 1, run);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		if (*n == cap)
+			v = xreallocarray(v, cap = cap ? 2 * cap : 64, sizeof(double));
+		v[(*n)++] = sqlite3_column_double(q, 0);
+	}
+	sqlite3_finalize(q);
+	if (*n)
+		qsort(v, *n, sizeof(double), cmp_double);
+	return v;
+}
+
+/* The runs to draw: --run's, or every complete run with 2 steps or more. */
+static int step_runs(struct plotctx *c, long long **runs, size_t *n)
+{
+	struct cli_args *a = c->a;
+	int ri = 0;
+	while (strcmp(a->cmd->opts[ri].name, "run"))
+		ri++;
+	*n = 0;
+	*runs = NULL;
+	if (a->nlist[ri]) {
+		*runs = xcalloc((size_t)a->nlist[ri], sizeof(long long));
+		for (int i = 0; i < a->nlist[ri]; i++) {
+			char *end;
+			long long id = strtoll(a->list[ri][i], &end, 10);
+			if (end == a->list[ri][i] || *end || id < 1)
+				return cli_error(a, CLI_BADINPUT, "option --run: expected a run id (a "
+						 "whole number from 1), got '%s'", a->list[ri][i]);
+			(*runs)[(*n)++] = id;
+		}
+		return CLI_OK;
+	}
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(c->db, "SELECT r.id FROM runs r WHERE r.status = 'complete' AND "
+			       "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND "
+			       "m.name = 'step.1') ORDER BY r.id", -1, &q, NULL) != SQLITE_OK)
+		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
+				 sqlite3_errmsg(c->db));
+	size_t cap = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		if (*n == cap)
+			*runs = xreallocarray(*runs, cap = cap ? 2 * cap : 8, sizeof(long long));
+		(*runs)[(*n)++] = sqlite3_column_int64(q, 0);
+	}
+	sqlite3_finalize(q);
+	if (!*n)
+		return cli_error(a, CLI_BADINPUT, "%s: no run with 2 steps or more (store one with "
+				 "clustersim run SCENARIO --steps N --db %s)", c->path, c->path);
+	return CLI_OK;
+}
+
+/* The empirical distribution of each run's step times: x a step time, y the
+ * share of the run's steps at or below it. */
+static int plot_steps(struct plotctx *c)
+{
+	long long *runs;
+	size_t nruns;
+	int rc = step_runs(c, &runs, &nruns);
+	struct plot_line *lines = xcalloc(nruns ? nruns : 1, sizeof(*lines));
+	struct plot_point **pts = xcalloc(nruns ? nruns : 1, sizeof(*pts));
+	char **labels = xcalloc(nruns ? nruns : 1, sizeof(*labels));
+	for (size_t i = 0; rc == CLI_OK && i < nruns; i++) {
+		size_t n;
+		double *v = run_steps(c, runs[i], &n);
+		if (n < 2) {
+			free(v);
+			rc = cli_error(c->a, CLI_BADINPUT, "option --run: run %lld has %zu stored "
+				       "step time%s: run it with --steps N (N >= 2) and --db", runs[i],
+				       n, n == 1 ? "" : "s");
+			break;
+		}
+		pts[i] = xcalloc(n, sizeof(**pts));
+		for (size_t k = 0; k < n; k++)
+			pts[i][k] = (struct plot_point){ .x = v[k], .y = (double)(k + 1) / n, .ok = 1 };
+		free(v);
+		labels[i] = run_label(c, runs[i]);
+		lines[i] = (struct plot_line){ .label = labels[i], .pts = pts[i], .n = n };
+	}
+	if (rc == CLI_OK) {
+		const char *path = cli_str(c->a, "svg", "-");
+		int out = !strcmp(path, "-");
+		FILE *f = out ? stdout : fopen(path, "w");
+		const char *args = c->a->line ? strchr(c->a->line, ' ') : NULL;
+		char *cmd = xasprintf("clustersim%s", args ? args : "");
+		struct plot p = {
+			.title = "Step-time distribution", .command = cmd,
+			.xkind = PLOT_X_TIME, .xtitle = "step time",
+			.ytitle = "share of steps at or below (fraction)", .legend_title = "runs",
+			.lines = lines, .nlines = nruns,
+		};
+		if (!f)
+			rc = cli_error(c->a, CLI_BADINPUT, "option --svg: cannot write '%s': %s",
+				       path, strerror(errno));
+		else if (plot_write(&p, f) != 0 || (!out && fclose(f) != 0))
+			rc = cli_error(c->a, CLI_FAIL, "option --svg: error writing '%s'", path);
+		free(cmd);
+	}
+	for (size_t i = 0; i < nruns; i++)
+		free(pts[i]), free(labels[i]);
+	free(pts);
+	free(labels);
+	free(lines);
+	free(runs);
+	return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 /* The options that need no database: positional, required, the metric. */
@@ -597,6 +766,17 @@ static int check_opts(struct plotctx *c)
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one database file (clustersim plot DB "
 				 "--x KEY --y METRIC --svg FILE)");
+	if (cli_has(a, "steps")) {
+		if (!cli_has(a, "svg"))
+			return cli_error(a, CLI_BADINPUT, "option --svg is required (clustersim plot "
+					 "DB --steps --svg FILE)");
+		if (cli_has(a, "x") || cli_has(a, "y") || cli_has(a, "series"))
+			return cli_error(a, CLI_BADINPUT, "option --steps draws step times: it takes "
+					 "no --x, --y or --series");
+		return CLI_OK;
+	}
+	if (cli_has(a, "run"))
+		return cli_error(a, CLI_BADINPUT, "option --run goes with --steps");
 	static const char *const required[] = { "x", "y", "svg" };
 	for (size_t i = 0; i < ARRAY_SIZE(required); i++)
 		if (!cli_has(a, required[i]))
@@ -634,6 +814,11 @@ static int plot_run(struct cli_args *a)
 	int rc = check_opts(&c);
 	if (rc == CLI_OK)
 		rc = open_ro(&c);
+	if (rc == CLI_OK && cli_has(a, "steps")) {
+		rc = plot_steps(&c);
+		plotctx_free(&c);
+		return rc;
+	}
 	if (rc == CLI_OK)
 		rc = pick_sweep(&c);
 	if (rc == CLI_OK)
@@ -649,8 +834,8 @@ static int plot_run(struct cli_args *a)
 const struct cli_cmd cli_cmd_plot = {
 	.name = "plot",
 	.usage = "DB --x KEY --y METRIC [--series KEY] [--where KEY=VALUE]... [--sweep ID] "
-		 "--svg FILE",
-	.summary = "Draw a stored sweep as a line chart in SVG.",
+		 "--svg FILE | DB --steps [--run ID]... --svg FILE",
+	.summary = "Draw a stored sweep as a line chart, or runs' step times, in SVG.",
 	.description =
 		"Reads a sweep stored with `clustersim sweep --db` (the newest unless --sweep)\n"
 		"and draws METRIC against the varied key KEY (docs/img/sweep-mfu.svg). Values\n"
@@ -662,7 +847,11 @@ const struct cli_cmd cli_cmd_plot = {
 		"or fixed with --where, else the command stops and names it. Points that did\n"
 		"not fit in memory, were invalid or failed have no value: they break their\n"
 		"line and are marked by a cross on the x axis; hovering names their reason.\n"
-		"peak_bytes and capacity_bytes are drawn in GB (1e9 bytes).",
+		"peak_bytes and capacity_bytes are drawn in GB (1e9 bytes).\n"
+		"With --steps it draws instead the distribution of the step times of runs\n"
+		"stored with `clustersim run --steps N --db` (every such run, or --run's):\n"
+		"one line per run, the share of its steps at or below each time, labelled\n"
+		"with the run's variability (docs/variability.md).",
 	.opts = plot_opts,
 	.run = plot_run,
 };

@@ -449,6 +449,11 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		snprintf(name, sizeof(name), "straggler.%u", i);
 		sim_store_metric(st, name, r->stragglers[i]);
 	}
+	for (uint32_t i = 0; r->step_times && i < r->steps; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "step.%u", i);
+		sim_store_metric(st, name, r->step_times[i]);
+	}
 }
 
 /* Open the database and start the run; NULL (message printed) on failure. */
@@ -495,7 +500,8 @@ static int run_run(struct cli_args *a)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", s.path, err);
 	struct par_train t;
 	cli_train_of(&t, &s, cm);
-	struct par_report r;
+	t.keep_steps = cli_has(a, "db");  /* each step's time is stored */
+	struct par_report r = { 0 };
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (par_train_plan(&t, &r, err, sizeof(err)) < 0) {
@@ -528,6 +534,7 @@ static int run_run(struct cli_args *a)
 		struct par_report again;  /* the same run, recording the last rank */
 		filter.second = 1;
 		t.finish = NULL;
+		t.keep_steps = false;
 		if (par_train_run(&t, &again, err, sizeof(err)) < 0)
 			rc = cli_error(a, CLI_FAIL, "%s: the second pass could not finish: %s",
 				       s.path, err);
@@ -559,6 +566,7 @@ static int run_run(struct cli_args *a)
 		}
 	}
 	sim_store_close(st);
+	free(r.step_times);
 	par_compute_model_free(cm);
 	return rc;
 }

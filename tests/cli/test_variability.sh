@@ -77,6 +77,27 @@ awk "BEGIN { exit !($prev > 1.1) }" && ok "128 replicas pay more than 10 %" || b
 "$CS" report "$T/v.db" --json | strip >"$T/j2"
 cmp -s "$T/j1" "$T/j2" && ok "report --json equals run --json" || bad "report JSON: $(diff "$T/j1" "$T/j2" | head -3)"
 
+# Each step's time is stored (metrics step.N) and `plot --steps` draws the
+# distributions of the lesson scenario with and without a straggler.
+SL=$SRC/scenarios/straggler-lesson.yaml
+"$CS" run "$SL" --db "$T/sl.db" >/dev/null 2>&1 &&
+	"$CS" run "$SL" --set variability.stragglers=1 --set variability.straggler_slowdown=1.2 \
+		--db "$T/sl.db" >/dev/null 2>&1 || bad "straggler-lesson runs"
+[ "$(sqlite3 "$T/sl.db" "SELECT count(*) FROM metrics WHERE run_id = 2 AND name LIKE 'step.%'")" = 100 ] &&
+	ok "100 step times stored" || bad "stored step times"
+if "$CS" plot "$T/sl.db" --steps --svg "$T/steps.svg" 2>"$T/err" &&
+   xmllint --noout "$T/steps.svg" 2>/dev/null && grep -q "run 1: jitter 0.05<" "$T/steps.svg" &&
+   grep -q "run 2: jitter 0.05, 1 slow 1.2x<" "$T/steps.svg"; then
+	ok "plot --steps: one line per run, labelled"
+else bad "plot --steps: $(cat "$T/err")"; fi
+"$CS" plot "$T/sl.db" --steps --run 1 --svg "$T/one.svg" 2>/dev/null &&
+	! grep -q "run 2:" "$T/one.svg" && ok "plot --steps --run 1" || bad "--run 1"
+"$CS" plot "$T/v.db" --steps --run 9 --svg "$T/x.svg" >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q "run 9 has 0 stored step times" "$T/err" && ok "--run without steps refused" ||
+	bad "--run 9: $(cat "$T/err")"
+"$CS" plot "$T/sl.db" --steps --x parallel.dp --svg "$T/x.svg" >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q "takes no --x" "$T/err" && ok "--steps with --x refused" || bad "--steps --x"
+
 # Failures at scale: Young/Daly goodput of Llama-3-405B on 16,384 GPUs
 # (closed forms; the step in the collapsed mode), stored and reprinted.
 BIG=$SRC/scenarios/llama3-405b-h100x16384.yaml
