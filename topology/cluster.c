@@ -18,7 +18,7 @@
 
 /* ---- keys ------------------------------------------------------------------- */
 
-enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT };
+enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT, K_FAULTS };
 
 struct key_def {
 	const char *name;
@@ -55,6 +55,10 @@ static const struct key_def keys[] = {
 	  "nodes under one leaf switch of a rail" },
 	{ "network.hop_latency", K_TIME, OFF(hop_lat_s), 0, 0,
 	  "latency added per switch hop when a route crosses the spine" },
+	{ "faults", K_FAULTS, OFF(faults), 0, 0,
+	  "failed and degraded links (fattree): node0.nic3 has failed, node1.gpu2.nvlink=0.5 "
+	  "runs at half its bandwidth; comma-separated. Traffic of a failed NIC goes over "
+	  "NVLink to another NIC of its node (NCCL's PXN)" },
 	{ "pcie.bandwidth", K_RATE, OFF(pcie_bw_Bps), 0, 0,
 	  "host to GPU bandwidth per direction" },
 };
@@ -62,6 +66,7 @@ static const struct key_def keys[] = {
 static const char *const key_values[] = {
 	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
 	[K_RATIO] = "ratio", [K_GPU] = "name", [K_TOPOLOGY] = "name", [K_TEXT] = "text",
+	[K_FAULTS] = "links",
 };
 
 size_t topo_key_count(void)
@@ -150,6 +155,17 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		snprintf(base + k->off, k->off == OFF(source) ? sizeof(cfg->source)
 							   : sizeof(cfg->description), "%s", value);
 		return 0;
+	case K_FAULTS: {
+		struct topo_fault f[TOPO_MAX_FAULTS];
+		size_t n;
+		if (strlen(value) >= sizeof(cfg->faults))
+			return sim_errf(err, errlen, "cluster.faults: at most %zu characters",
+				    sizeof(cfg->faults) - 1);
+		if (topo_faults_parse(value, f, &n, err, errlen) < 0)
+			return -1;
+		snprintf(cfg->faults, sizeof(cfg->faults), "%s", value);
+		return 0;
+	}
 	case K_GPU:
 		if (!topo_gpu_find(value))
 			return sim_errf(err, errlen, "cluster.gpu: unknown GPU '%s': expected one of "
@@ -165,14 +181,70 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 	}
 }
 
+/* "nodeN.nicK" or "nodeN.gpuG.nvlink", then "=F" or nothing. */
+static int fault_parse(const char *item, struct topo_fault *f, char *err, size_t errlen)
+{
+	unsigned a, b;
+	int used = 0;
+	char rest[64] = "";
+	*f = (struct topo_fault){ .factor = 0 };
+	if (sscanf(item, "node%u.nic%u%n", &a, &b, &used) == 2 && (!item[used] || item[used] == '=')) {
+		f->kind = TOPO_FAULT_NIC;
+	} else if (sscanf(item, "node%u.gpu%u.nvlink%n", &a, &b, &used) == 2 &&
+		   (!item[used] || item[used] == '=')) {
+		f->kind = TOPO_FAULT_NVLINK;
+	} else {
+		return sim_errf(err, errlen, "cluster.faults: '%s': expected nodeN.nicK or "
+			    "nodeN.gpuG.nvlink, then =FRACTION for a degraded link (0 < FRACTION "
+			    "< 1)", item);
+	}
+	f->node = a, f->index = b;
+	if (item[used] == '=') {
+		char *end;
+		snprintf(rest, sizeof(rest), "%s", item + used + 1);
+		double x = strtod(rest, &end);
+		if (end == rest || *end || !(x > 0 && x < 1))
+			return sim_errf(err, errlen, "cluster.faults: '%s': expected a fraction of "
+				    "the bandwidth above 0 and below 1 after '='", item);
+		f->factor = x;
+	}
+	return 0;
+}
+
+int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char *err,
+		      size_t errlen)
+{
+	char buf[256], *save = NULL;
+	*n = 0;
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';)
+			*--e = 0;
+		if (!*tok)
+			continue;
+		if (*n == TOPO_MAX_FAULTS)
+			return sim_errf(err, errlen, "cluster.faults: at most %d links", TOPO_MAX_FAULTS);
+		if (fault_parse(tok, &out[*n], err, errlen) < 0)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
 int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 {
 	if (!topo_gpu_find(cfg->gpu))
 		return sim_errf(err, errlen, "cluster.gpu: unknown GPU '%s'", cfg->gpu);
 	if (!(cfg->net_bw_Bps > 0))
 		return sim_errf(err, errlen, "cluster.network.bandwidth: expected a rate above 0");
-	if (cfg->kind == TOPO_IDEAL)
+	if (cfg->kind == TOPO_IDEAL) {
+		if (cfg->faults[0])
+			return sim_errf(err, errlen, "cluster.faults: the ideal cluster has no NICs or "
+				    "NVLink to fail (use topology fattree)");
 		return 0;
+	}
 	if (!(cfg->nvlink_bw_Bps > 0))
 		return sim_errf(err, errlen, "cluster.nvlink.bandwidth: expected a rate above 0");
 	if (cfg->nics_per_node > cfg->gpus_per_node)
@@ -196,7 +268,9 @@ void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 		 c->preset, c->kind == TOPO_IDEAL ? "ideal" : "fattree", c->gpu, c->nodes, c->gpus_per_node, c->nvlink_bw_Bps,
 		 c->nvlink_lat_s, c->net_bw_Bps, c->net_lat_s, c->nics_per_node, c->oversub,
 		 c->nodes_per_leaf, c->hop_lat_s, c->pcie_bw_Bps);
+	char faults[300];
+	sim_json_escape(c->faults, faults, sizeof(faults));
 	if (n > 1 && (size_t)n < len)  /* reopen the object for the text keys */
-		snprintf(buf + n - 1, len - (size_t)n + 1, ",\"description\":\"%s\",\"source\":\"%s\"}",
-			 desc, src);
+		snprintf(buf + n - 1, len - (size_t)n + 1, ",\"faults\":\"%s\",\"description\":\"%s\","
+			 "\"source\":\"%s\"}", faults, desc, src);
 }

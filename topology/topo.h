@@ -36,6 +36,19 @@ const struct topo_gpu *topo_gpu_find(const char *name);
 
 /* ---- clusters ------------------------------------------------------------ */
 
+/* A failed (factor 0) or degraded link of cluster.faults. */
+enum topo_fault_kind { TOPO_FAULT_NIC, TOPO_FAULT_NVLINK };
+struct topo_fault {
+	enum topo_fault_kind kind;
+	uint32_t node, index;      /* NIC or GPU index within the node */
+	double factor;             /* 0: failed; else its share of the bandwidth */
+};
+#define TOPO_MAX_FAULTS 32
+
+/* Parse cluster.faults' text; 0, or -1 with err naming the item. */
+int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char *err,
+		      size_t errlen);
+
 enum topo_kind {
 	TOPO_IDEAL,     /* every pair of ranks joined by its own link (α, W)     */
 	TOPO_FATTREE,   /* NVLink nodes on a rail-optimised two-level fat tree   */
@@ -60,6 +73,9 @@ struct topo_config {
 	uint32_t nodes_per_leaf;  /* nodes under one leaf switch of a rail     */
 	double hop_lat_s;         /* added per switch hop up to and down from the spine */
 	double pcie_bw_Bps;       /* host <-> GPU, per direction               */
+	/* Failed and degraded links: "node0.nic3, node1.gpu2.nvlink=0.5" (a
+	 * link alone has failed; =F runs it at F of its bandwidth). */
+	char faults[256];
 	char description[128];    /* what the cluster is, one line             */
 	char source[512];         /* where the preset's numbers come from      */
 };

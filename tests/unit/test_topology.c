@@ -335,6 +335,8 @@ START_TEST(test_key_table)
 			v = !strcmp(name, "topology") ? "fattree" : "H100-SXM-80GB";
 		else if (!strcmp(value, "text"))
 			v = "some words";
+		else if (!strcmp(value, "links"))
+			v = "node0.nic1, node0.gpu2.nvlink=0.5";
 		ck_assert_msg(v != NULL, "key %s: unknown value kind \"%s\"", name, value);
 		struct topo_config cfg = preset("dgx-h100");
 		set_ok(&cfg, name, v);
@@ -444,6 +446,41 @@ START_TEST(test_routes_dgx_h100)
 		for (uint32_t j = 0; j < r.n; j++)
 			ck_assert_msg(back.link[i] != r.link[j], "9 -> 0 and 0 -> 9 share link %u",
 				      r.link[j]);
+	tw_clear(&w);
+}
+END_TEST
+
+/*
+ * cluster.faults: node 0's NIC 0 has failed, so GPU 0 crosses NVLink to GPU
+ * 1 and leaves by NIC 1 (PXN); GPU 8 on node 1 arrives on its own rail 0, so
+ * the message changes rails through the spine. A NIC at half its bandwidth
+ * halves the routes through it, and its links.
+ */
+START_TEST(test_routes_with_faults)
+{
+	struct topo_config dgx = preset("dgx-h100");
+	dgx.nodes = 2;
+	snprintf(dgx.faults, sizeof dgx.faults, "node0.nic0, node1.nic5=0.5");
+	struct tw w;
+	tw_init(&w, &dgx, 16);
+	struct sim_route r = route(&w, 0, 8);
+	ASSERT_ROUTE(r, 6, 50e9, 1e-6 + 5e-6 + 2 * 0.3e-6, "0 -> 8 around node0.nic0");
+	ASSERT_LINK_NAME(&w, r.link[0], "node0.gpu0.nvlink.tx");
+	ASSERT_LINK_NAME(&w, r.link[1], "node0.gpu1.nvlink.rx");
+	ASSERT_LINK_NAME(&w, r.link[2], "node0.nic1.tx");
+	ASSERT_LINK_NAME(&w, r.link[3], "rail1.leaf0.up");
+	ASSERT_LINK_NAME(&w, r.link[4], "rail0.leaf0.down");
+	ASSERT_LINK_NAME(&w, r.link[5], "node1.nic0.rx");
+	/* Into the failed NIC's node: node 1's GPU 8 sends to GPU 0 the same way
+	 * round, arriving on node 0's rail 1 and crossing to GPU 0 on NVLink. */
+	r = route(&w, 8, 0);
+	ck_assert_uint_eq(r.n, 6);
+	ASSERT_LINK_NAME(&w, r.link[4], "node0.gpu1.nvlink.tx");
+	ASSERT_LINK_NAME(&w, r.link[5], "node0.gpu0.nvlink.rx");
+	/* Rail 5 with node 1's NIC at half bandwidth. */
+	r = route(&w, 5, 13);
+	ASSERT_ROUTE(r, 2, 25e9, 5e-6, "5 -> 13 through node1.nic5 at 0.5");
+	ck_assert_double_eq_tol(link_bw(&w, r.link[1]), 25e9, 1e-3);
 	tw_clear(&w);
 }
 END_TEST
@@ -582,6 +619,7 @@ static Suite *topology_suite(void)
 
 	tc = tcase_create("routes");
 	tcase_add_test(tc, test_routes_dgx_h100);
+	tcase_add_test(tc, test_routes_with_faults);
 	tcase_add_test(tc, test_routes_oversubscribed);
 	tcase_add_test(tc, test_routes_ideal);
 	tcase_add_test(tc, test_link_names_distinct);
