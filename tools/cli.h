@@ -108,6 +108,21 @@ void cli_help_markdown(FILE *out);
  */
 void cli_csv_field(FILE *f, const char *s, int first);
 
+/*
+ * Lines of the run report that `run` prints from its report and `report`
+ * from the stored metrics and configuration: one formatter each, so the two
+ * print the same text.
+ */
+void cli_print_steps(unsigned steps, double p50, double p90, double p99, double min,
+		     double max);
+/* jitter and gpu: distribution names ("none" leaves the cv out). */
+void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu, double gpu_cv,
+			   unsigned stragglers, double slowdown, const unsigned *ranks,
+			   unsigned nranks, unsigned long long seed);
+void cli_print_failures(double job_mtbf_s, unsigned gpus, double checkpoint_bytes,
+			double checkpoint_s, double interval_s, double young_s, double goodput,
+			double interruptions, double useful_s);
+
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
 

@@ -209,51 +209,28 @@ static void text_options(struct report *r)
 		       metric(r, "offload.host_s"));
 }
 
-/* The variability line of `clustersim run`, from the configuration. */
+/* The variability line of `clustersim run`, from the configuration and
+ * the stored straggler ranks. */
 static void text_variability(struct report *r)
 {
 	char jit[32], gpu[32];
+	unsigned ranks[8], n = metric_u(r, "stragglers.n");
 	/* Runs stored before the section existed have none. */
 	if (!*cfg_str(r, "variability.jitter", jit, sizeof(jit)))
 		snprintf(jit, sizeof(jit), "none");
 	if (!*cfg_str(r, "variability.gpu", gpu, sizeof(gpu)))
 		snprintf(gpu, sizeof(gpu), "none");
-	unsigned k = cfg_u(r, "variability.stragglers");
-	if (!strcmp(jit, "none") && !strcmp(gpu, "none") && !k)
-		return;
-	printf("  variability kernel jitter %s", jit);
-	if (strcmp(jit, "none"))
-		printf(" (cv %g)", cfg_num(r, "variability.jitter_cv"));
-	printf(", GPU speed %s", gpu);
-	if (strcmp(gpu, "none"))
-		printf(" (cv %g)", cfg_num(r, "variability.gpu_cv"));
-	if (k) {
-		unsigned n = metric_u(r, "stragglers.n");
-		printf(", %u straggler%s %gx slower (rank", k, k == 1 ? "" : "s",
-		       cfg_num(r, "variability.straggler_slowdown"));
-		for (unsigned i = 0; i < n; i++) {
-			char name[32];
-			snprintf(name, sizeof(name), "straggler.%u", i);
-			printf("%s %u", i ? "," : "", metric_u(r, name));
-		}
-		printf("%s)", k > n ? ", ..." : "");
+	if (n > ARRAY_SIZE(ranks))
+		n = ARRAY_SIZE(ranks);
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "straggler.%u", i);
+		ranks[i] = metric_u(r, name);
 	}
-	printf("; seed %.0f\n", cfg_num(r, "sim.seed"));
-}
-
-/* The failures line of `clustersim run`, from the metrics. */
-static void text_failures(struct report *r)
-{
-	double m = metric(r, "failures.job_mtbf_s"), g = metric(r, "failures.goodput");
-	double u = metric(r, "failures.useful_s");
-	if (!(m > 0))
-		return;
-	printf("  failures    job MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
-	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
-	       "training in %.1f days\n", m / 3600, metric_u(r, "gpus"),
-	       metric(r, "failures.checkpoint_bytes") / 1e9, metric(r, "failures.checkpoint_s"),
-	       metric(r, "failures.interval_s"), metric(r, "failures.young_s"), g,
-	       metric(r, "failures.interruptions"), u / 86400, u / (g > 0 ? g : 1) / 86400);
+	cli_print_variability(jit, cfg_num(r, "variability.jitter_cv"), gpu,
+			      cfg_num(r, "variability.gpu_cv"), cfg_u(r, "variability.stragglers"),
+			      cfg_num(r, "variability.straggler_slowdown"), ranks, n,
+			      (unsigned long long)cfg_num(r, "sim.seed"));
 }
 
 /* Step time, where the critical rank's time went, and the pipeline. */
@@ -264,13 +241,15 @@ static void text_time(struct report *r)
 	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n",
 	       metric(r, "step_time_s"), metric(r, "tokens_per_s"), metric(r, "mfu"),
 	       metric(r, "hfu"));
-	if (metric_u(r, "steps") > 1)
-		printf("  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max %.6f)\n",
-		       metric_u(r, "steps"), metric(r, "step_time_p50_s"),
-		       metric(r, "step_time_p90_s"), metric(r, "step_time_p99_s"),
-		       metric(r, "step_time_min_s"), metric(r, "step_time_max_s"));
+	cli_print_steps(metric_u(r, "steps"), metric(r, "step_time_p50_s"),
+			metric(r, "step_time_p90_s"), metric(r, "step_time_p99_s"),
+			metric(r, "step_time_min_s"), metric(r, "step_time_max_s"));
 	text_variability(r);
-	text_failures(r);
+	cli_print_failures(metric(r, "failures.job_mtbf_s"), metric_u(r, "gpus"),
+			   metric(r, "failures.checkpoint_bytes"), metric(r, "failures.checkpoint_s"),
+			   metric(r, "failures.interval_s"), metric(r, "failures.young_s"),
+			   metric(r, "failures.goodput"), metric(r, "failures.interruptions"),
+			   metric(r, "failures.useful_s"));
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", crit, metric(r, "compute_s"), metric(r, "exposed_comm_s"), bubble,
 	       metric(r, "idle_s"));

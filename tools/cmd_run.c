@@ -282,19 +282,6 @@ static void print_bytes(const char *label, double v)
 	printf("%s %.2f GB", label, v / 1e9);
 }
 
-/* Failures at scale (failures.gpu_mtbf), when set. */
-static void print_failures(const struct par_report *r)
-{
-	const struct par_goodput *g = &r->goodput;
-	if (!(g->job_mtbf_s > 0))
-		return;
-	printf("  failures    job MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
-	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
-	       "training in %.1f days\n", g->job_mtbf_s / 3600, r->gpus, g->checkpoint_bytes / 1e9,
-	       g->checkpoint_s, g->interval_s, g->young_s, g->goodput, g->failures,
-	       g->useful_s / 86400, g->useful_s / (g->goodput > 0 ? g->goodput : 1) / 86400);
-}
-
 static void print_text(const struct scn *s, const struct par_report *r)
 {
 	const struct par_model *m = &s->model;
@@ -331,29 +318,16 @@ static void print_text(const struct scn *s, const struct par_report *r)
 		return;
 	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
 	       r->tokens_per_s, r->mfu, r->hfu);
-	if (r->steps > 1)
-		printf("  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max %.6f)\n",
-		       r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
-		       r->step_max_s);
+	cli_print_steps(r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
+			r->step_max_s);
+	static const char *const dist[] = { "none", "lognormal", "gamma" };
 	const struct par_variability *v = &s->variability;
-	if (v->jitter || v->gpu || v->stragglers) {
-		static const char *const dist[] = { "none", "lognormal", "gamma" };
-		printf("  variability kernel jitter %s", dist[v->jitter]);
-		if (v->jitter)
-			printf(" (cv %g)", v->jitter_cv);
-		printf(", GPU speed %s", dist[v->gpu]);
-		if (v->gpu)
-			printf(" (cv %g)", v->gpu_cv);
-		if (v->stragglers) {
-			printf(", %u straggler%s %gx slower (rank", v->stragglers,
-			       v->stragglers == 1 ? "" : "s", v->straggler_slowdown);
-			for (uint32_t i = 0; i < r->nstragglers; i++)
-				printf("%s %u", i ? "," : "", r->stragglers[i]);
-			printf("%s)", v->stragglers > r->nstragglers ? ", ..." : "");
-		}
-		printf("; seed %llu\n", (unsigned long long)s->sim.seed);
-	}
-	print_failures(r);
+	cli_print_variability(dist[v->jitter], v->jitter_cv, dist[v->gpu], v->gpu_cv, v->stragglers,
+			      v->straggler_slowdown, r->stragglers, r->nstragglers,
+			      (unsigned long long)s->sim.seed);
+	const struct par_goodput *g = &r->goodput;
+	cli_print_failures(g->job_mtbf_s, r->gpus, g->checkpoint_bytes, g->checkpoint_s,
+			   g->interval_s, g->young_s, g->goodput, g->failures, g->useful_s);
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
