@@ -1151,6 +1151,12 @@ static struct sim_program **build_stages(const struct par_train *t, struct sim *
 
 /* ---- variability ---------------------------------------------------------------------- */
 
+const char *par_dist_name(enum par_dist d)
+{
+	static const char *const names[] = { "none", "lognormal", "gamma" };
+	return (unsigned)d < ARRAY_SIZE(names) ? names[d] : "?";
+}
+
 /* A draw of mean 1 and coefficient of variation cv (GSL). */
 static double draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
 {

@@ -30,6 +30,8 @@ enum par_mem {
 	PAR_MEM_NCATS
 };
 const char *par_mem_name(enum par_mem c);
+/* "none", "lognormal" or "gamma", as the scenario names it. */
+const char *par_dist_name(enum par_dist d);
 
 /* Everything one step needs. */
 struct par_train {

@@ -75,6 +75,7 @@ struct scope {
 
 struct calib {
 	struct nccl_log logs[MAX_LOGS];
+	int log_scope[MAX_LOGS];     /* index into scope[] of each log */
 	int nlogs;
 	int inplace;
 	struct scope scope[2];       /* [0] inside a node, [1] across  */
@@ -129,6 +130,7 @@ static int read_logs(struct cli_args *a, struct calib *c)
 		if (n > log->ranks)
 			return cli_error(a, CLI_BADINPUT, "%s: %u nodes for %u ranks: expected at "
 					 "most one node per rank", log->name, n, log->ranks);
+		c->log_scope[c->nlogs - 1] = n > 1;
 		struct scope *s = &c->scope[n > 1];
 		if (!s->ranks)
 			s->ranks = log->ranks, s->nodes = n;
@@ -174,14 +176,11 @@ static int fit_scopes(struct cli_args *a, struct calib *c)
 	return CLI_OK;
 }
 
-static const struct scope *scope_of(const struct calib *c, const struct nccl_log *log)
+/* The scope of log i, when it was fitted. */
+static const struct scope *scope_of(const struct calib *c, int i)
 {
-	for (int k = 0; k < 2; k++)
-		for (size_t i = 0; i < c->scope[k].npts; i++)
-			if (c->scope[k].pts[i].op == log->op && c->scope[k].pts[i].n == log->ranks &&
-			    log->nrows && c->scope[k].pts[i].bytes == log->rows[0].bytes)
-				return &c->scope[k];
-	return NULL;
+	const struct scope *s = &c->scope[c->log_scope[i]];
+	return s->fitted ? s : NULL;
 }
 
 static void print_tables(const struct calib *c)
@@ -189,7 +188,7 @@ static void print_tables(const struct calib *c)
 	char b1[32], b2[32];
 	for (int i = 0; i < c->nlogs; i++) {
 		const struct nccl_log *log = &c->logs[i];
-		const struct scope *s = scope_of(c, log);
+		const struct scope *s = scope_of(c, i);
 		if (!s)
 			continue;
 		printf("# %s: %s, %u ranks, %s, %s times\n", log->name, nccl_op_test(log->op),
@@ -253,7 +252,7 @@ static void print_json(const struct calib *c)
 	first = 1;
 	for (int i = 0; i < c->nlogs; i++) {
 		const struct nccl_log *log = &c->logs[i];
-		const struct scope *s = scope_of(c, log);
+		const struct scope *s = scope_of(c, i);
 		char name[512];
 		sim_json_escape(log->name, name, sizeof(name));
 		for (size_t r = 0; s && r < log->nrows; r++) {
@@ -286,7 +285,7 @@ static void yaml_str(FILE *f, const char *s)
 }
 
 /* The op and algorithm of a scope's first log, as the engine names them. */
-static void scope_coll(const struct calib *c, const struct scope *s, enum sim_coll_op *op,
+static void scope_coll(const struct scope *s, enum sim_coll_op *op,
 		       const struct sim_coll_algo **algo)
 {
 	static const enum sim_coll_op ops[] = {
@@ -296,7 +295,6 @@ static void scope_coll(const struct calib *c, const struct scope *s, enum sim_co
 		[NCCL_OP_ALLTOALL] = SIM_COLL_ALLTOALL,
 	};
 	enum nccl_op o = s->pts[0].op;
-	(void)c;
 	*op = ops[o];
 	*algo = o == NCCL_OP_ALLTOALL ? &coll_pairwise : &coll_ring;
 }
@@ -309,7 +307,7 @@ static int simulated_alpha_bw(const struct calib *c, const struct scope *s,
 	struct coll_bench_config cfg = { .cluster = *t, .nranks = s->ranks,
 					 .fidelity = SIM_FIDELITY_ANALYTIC };
 	cfg.cluster.nodes = s->nodes;
-	scope_coll(c, s, &cfg.op, &cfg.algo);
+	scope_coll(s, &cfg.op, &cfg.algo);
 	struct coll_bench *b = coll_bench_new(&cfg, err, errlen);
 	if (!b)
 		return -1;
@@ -533,21 +531,30 @@ static int copy_file(const char *from, const char *to)
 	return rc;
 }
 
+/* The tables calibrate gemm copies unchanged into the new folder. */
+static const char *const other_names[] = { "attention.csv", "membound.csv", "ceilings.csv" };
+
+/* The first of other_names that folder dir lacks, or NULL. */
+static const char *missing_table(const char *dir)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(other_names); i++) {
+		char *p = xasprintf("%s/%s", dir, other_names[i]);
+		int ok = access(p, R_OK) == 0;
+		free(p);
+		if (!ok)
+			return other_names[i];
+	}
+	return NULL;
+}
+
 /* Where the other three tables come from: FILE's folder if it has them
  * all, else the calibration table --tables names (h200). */
 static char *other_tables(struct cli_args *a, const char *file)
 {
-	static const char *const names[] = { "attention.csv", "membound.csv", "ceilings.csv" };
 	char tmp[1024];
 	snprintf(tmp, sizeof(tmp), "%s", file);
 	char *dir = xstrdup(dirname(tmp));
-	int all = !cli_has(a, "tables");
-	for (size_t i = 0; all && i < ARRAY_SIZE(names); i++) {
-		char *p = xasprintf("%s/%s", dir, names[i]);
-		all = access(p, R_OK) == 0;
-		free(p);
-	}
-	if (all)
+	if (!cli_has(a, "tables") && !missing_table(dir))
 		return dir;
 	free(dir);
 	return xasprintf("%s/calibration/%s", scn_datadir(), cli_str(a, "tables", "h200"));
@@ -556,22 +563,18 @@ static char *other_tables(struct cli_args *a, const char *file)
 static int gemm_write(struct cli_args *a, const char *file, const struct topo_gpu *gpu,
 		      const struct par_gemm_table *t)
 {
-	static const char *const others[] = { "attention.csv", "membound.csv", "ceilings.csv" };
 	const char *dir = cli_str(a, "output", "");
 	char *from = other_tables(a, file);
+	const char *missing = missing_table(from);
 	int rc = CLI_OK;
-	for (size_t i = 0; i < ARRAY_SIZE(others) && rc == CLI_OK; i++) {
-		char *src = xasprintf("%s/%s", from, others[i]);
-		if (access(src, R_OK) != 0)
-			rc = cli_error(a, CLI_BADINPUT, "no such table: %s", src);
-		free(src);
-	}
+	if (missing)
+		rc = cli_error(a, CLI_BADINPUT, "no such table: %s/%s", from, missing);
 	if (rc == CLI_OK && mkdir(dir, 0777) < 0 && errno != EEXIST)
 		rc = cli_error(a, CLI_BADINPUT, "option -o: cannot make the folder %s: %s", dir,
 			       strerror(errno));
-	for (size_t i = 0; i < ARRAY_SIZE(others) && rc == CLI_OK; i++) {
-		char *src = xasprintf("%s/%s", from, others[i]);
-		char *dst = xasprintf("%s/%s", dir, others[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(other_names) && rc == CLI_OK; i++) {
+		char *src = xasprintf("%s/%s", from, other_names[i]);
+		char *dst = xasprintf("%s/%s", dir, other_names[i]);
 		if (copy_file(src, dst) < 0)
 			rc = cli_error(a, CLI_FAIL, "cannot copy %s to %s", src, dst);
 		free(src);

@@ -320,10 +320,10 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	       r->tokens_per_s, r->mfu, r->hfu);
 	cli_print_steps(r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
 			r->step_max_s);
-	static const char *const dist[] = { "none", "lognormal", "gamma" };
 	const struct par_variability *v = &s->variability;
-	cli_print_variability(dist[v->jitter], v->jitter_cv, dist[v->gpu], v->gpu_cv, v->stragglers,
-			      v->straggler_slowdown, r->stragglers, r->nstragglers,
+	cli_print_variability(par_dist_name(v->jitter), v->jitter_cv, par_dist_name(v->gpu),
+			      v->gpu_cv, v->stragglers, v->straggler_slowdown, r->stragglers,
+			      r->nstragglers,
 			      (unsigned long long)s->sim.seed);
 	const struct par_goodput *g = &r->goodput;
 	cli_print_failures(g->job_mtbf_s, r->gpus, g->checkpoint_bytes, g->checkpoint_s,

@@ -298,7 +298,7 @@ static int run_case(struct cli_args *a, struct validation *v, struct vcase *c)
 		return rc;
 	}
 	free(path);
-	c->gpus = s.cluster.nodes * s.cluster.gpus_per_node;
+	c->gpus = scn_gpus(&s);
 	c->tp = s.parallel.tp, c->pp = s.parallel.pp, c->dp = s.parallel.dp;
 	c->vpp = s.parallel.vpp;
 	snprintf(c->cluster, sizeof(c->cluster), "%s", s.cluster.preset);

@@ -91,6 +91,15 @@ if "$CS" calibrate nccl "$T/two-nodes.txt" --base dgx-h100 -o "$T/two.yaml" >"$T
    grep -q "bandwidth: 450GB/s" "$T/two.yaml"; then ok "network figures across nodes"
 else bad "network figures: $(cat "$T/out") $(grep -A3 network: "$T/two.yaml")"; fi
 
+# Two logs alike but for their hosts (the same sweep, ranks 4-7 moved to a
+# second host): each log's table names the scope it was fitted in.
+sed 's/^\(#  Rank  [4-7] .* on  *\)node0/\1node1/' "$A100" >"$T/a100-two-hosts.txt"
+if "$CS" calibrate nccl "$A100" "$T/a100-two-hosts.txt" >"$T/out" 2>&1 &&
+   grep -q "^# .*a100-all_reduce_perf.txt: .*inside one node" "$T/out" &&
+   grep -q "^# .*a100-two-hosts.txt: .*across nodes" "$T/out"; then
+	ok "each log in its own scope"
+else bad "scopes: $(grep '^# ' "$T/out")"; fi
+
 # calibrate gemm on the shipped H200 table: the figures docs/calibration.md
 # quotes; a folder next to a scenario that the scenario names gives the same
 # step as the shipped table it was made from.
