@@ -681,12 +681,17 @@ static double optimizer_bytes(enum par_precision p, enum par_optimizer o)
 	BUG("unknown optimizer %d", (int)o);
 }
 
+double par_grad_bytes(enum par_precision p, bool fp32_grads)
+{
+	return p == PAR_FP32 || fp32_grads ? 4 : 2;
+}
+
 void par_model_states(double params, enum par_precision p, enum par_optimizer o,
-		      unsigned zero, unsigned dp, struct par_states *out)
+		      unsigned zero, unsigned dp, bool fp32_grads, struct par_states *out)
 {
 	double n = dp ? dp : 1;
 	double w = p == PAR_FP32 ? 4 : 2;
 	out->weights = w * params / (zero >= 3 ? n : 1);
-	out->grads = w * params / (zero >= 2 ? n : 1);
+	out->grads = par_grad_bytes(p, fp32_grads) * params / (zero >= 2 ? n : 1);
 	out->optimizer = optimizer_bytes(p, o) * params / (zero >= 1 ? n : 1);
 }

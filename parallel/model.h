@@ -141,11 +141,14 @@ double par_logits_bytes(const struct par_model *m, const struct par_training *tr
  * K = 8 mixed (4 master + 4 momentum) and 4 in fp32. Weights and gradients
  * are 2 bytes each (fp8 training keeps bf16 weights), 4 in fp32. ZeRO
  * stage >= 1 divides the optimizer state by dp, >= 2 the gradients too,
- * 3 the weights too; dp 0 counts as 1. */
+ * 3 the weights too; dp 0 counts as 1. fp32_grads (parallel.ddp.fp32_grads)
+ * keeps 16-bit training's gradients in fp32: par_grad_bytes. */
 struct par_states {
 	double weights, grads, optimizer;
 };
 void par_model_states(double params, enum par_precision p, enum par_optimizer o,
-		      unsigned zero, unsigned dp, struct par_states *out);
+		      unsigned zero, unsigned dp, bool fp32_grads, struct par_states *out);
+/* Bytes of one gradient: 4 in fp32 training or with fp32_grads, else 2. */
+double par_grad_bytes(enum par_precision p, bool fp32_grads);
 
 #endif

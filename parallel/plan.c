@@ -197,9 +197,8 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	/* Memory: the model states, the first stage's micro-batches in flight. */
 	struct par_states st;
 	double params = rank_params(p, l);
-	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D, &st);
-	if (p->base.ddp.fp32_grads && p->tr.precision != PAR_FP32)
-		st.grads *= 2;  /* 4 bytes per gradient, not 2 */
+	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D,
+			 p->base.ddp.fp32_grads, &st);
 	double inflight = mbs < l->pp ? mbs : l->pp;
 	double act = inflight * per * s->act + (s->act_peak - s->act);
 	double logits = 4 * T * m->vocab / l->tp;
@@ -209,7 +208,7 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction, the optimizer. */
 	double phase = (mbs + (double)(l->pp - 1) / v) * stage;
-	double grads = (p->base.ddp.fp32_grads ? 4 : 2) * params;
+	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
 	double ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
 	double bwd_one = per * (s->bwd + tp / 2);
 	double exposed = l->zero == 1 ? ar : l->zero == 2 ? ar / 2 + fmax(0, ar / 2 - bwd_one)

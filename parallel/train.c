@@ -165,9 +165,8 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 {
 	struct par_states st;
 	const struct par_training *tr = b->t->training;
-	par_model_states(par_b_params(b), tr->precision, tr->optimizer, zero, b->shard, &st);
-	if (b->t->layout->ddp.fp32_grads && tr->precision != PAR_FP32)
-		st.grads *= 2;  /* 4 bytes per gradient, not 2 */
+	par_model_states(par_b_params(b), tr->precision, tr->optimizer, zero, b->shard,
+			 b->t->layout->ddp.fp32_grads, &st);
 	memset(bytes, 0, PAR_MEM_NCATS * sizeof(double));
 	bytes[PAR_MEM_WEIGHTS] = st.weights;
 	bytes[PAR_MEM_GRADS] = st.grads;
@@ -739,7 +738,7 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->t = t;
 	b->dp = dp_strategy(l);
 	b->prog = sim_program_new();
-	b->grad_elem = t->training->precision == PAR_FP32 || l->ddp.fp32_grads ? 4 : 2;
+	b->grad_elem = par_grad_bytes(t->training->precision, l->ddp.fp32_grads);
 	b->dpn = dp_of(t) * l->cp;  /* gradients are reduced over DP x CP */
 	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
 	b->sp = l->sp && l->tp > 1;
@@ -912,7 +911,7 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		 * optimizer states (fp32 master copy included) of the whole model. */
 		struct par_states st;
 		par_model_states(out->params, t->training->precision, t->training->optimizer, 0, 1,
-				 &st);
+				 t->layout->ddp.fp32_grads, &st);
 		par_goodput_of(t->failures, out->gpus, st.weights + st.optimizer, &out->goodput);
 	}
 	/* The busiest stage sets the memory: usually the first (1F1B keeps p
@@ -929,7 +928,8 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		if (s == 0 && t->layout->offload.enabled) {
 			struct par_states st;
 			par_model_states(par_b_params(&b), t->training->precision,
-					 t->training->optimizer, t->layout->zero, b.shard, &st);
+					 t->training->optimizer, t->layout->zero, b.shard,
+					 t->layout->ddp.fp32_grads, &st);
 			out->offload.saved_bytes = st.optimizer;
 			for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)
 				out->offload.host_s += sim_ps_to_s(

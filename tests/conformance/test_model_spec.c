@@ -158,7 +158,7 @@ END_TEST
 static double states_total(double params, unsigned zero, unsigned dp)
 {
 	struct par_states st;
-	par_model_states(params, PAR_BF16, PAR_ADAM, zero, dp, &st);
+	par_model_states(params, PAR_BF16, PAR_ADAM, zero, dp, false, &st);
 	return st.weights + st.grads + st.optimizer;
 }
 
@@ -166,7 +166,7 @@ static double states_total(double params, unsigned zero, unsigned dp)
 START_TEST(c11_adam_mixed_precision)
 {
 	struct par_states st;
-	par_model_states(7e9, PAR_BF16, PAR_ADAM, 0, 1, &st);
+	par_model_states(7e9, PAR_BF16, PAR_ADAM, 0, 1, false, &st);
 	REL(st.weights, 14e9);
 	REL(st.grads, 14e9);
 	REL(st.optimizer, 84e9);

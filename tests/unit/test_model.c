@@ -582,7 +582,7 @@ static void assert_states(enum par_precision p, enum par_optimizer o, double w, 
 			  double k)
 {
 	struct par_states st;
-	par_model_states(1e9, p, o, 0, 8, &st);
+	par_model_states(1e9, p, o, 0, 8, false, &st);
 	ck_assert_msg(st.weights == w * 1e9 && st.grads == g * 1e9 && st.optimizer == k * 1e9,
 		      "precision %d optimizer %d: %g %g %g bytes/param, expected %g %g %g", p, o,
 		      st.weights / 1e9, st.grads / 1e9, st.optimizer / 1e9, w, g, k);
@@ -604,14 +604,21 @@ START_TEST(zero_stages)
 	struct par_states st;
 	double want[4][3] = { { 2, 2, 12 }, { 2, 2, 3 }, { 2, 0.5, 3 }, { 0.5, 0.5, 3 } };
 	for (unsigned z = 0; z < 4; z++) {
-		par_model_states(1, PAR_BF16, PAR_ADAM, z, 4, &st);
+		par_model_states(1, PAR_BF16, PAR_ADAM, z, 4, false, &st);
 		ck_assert_msg(st.weights == want[z][0] && st.grads == want[z][1]
 			      && st.optimizer == want[z][2], "zero %u: %g %g %g", z, st.weights,
 			      st.grads, st.optimizer);
 	}
-	par_model_states(1, PAR_BF16, PAR_ADAM, 3, 0, &st);  /* dp 0 counts as 1 */
+	par_model_states(1, PAR_BF16, PAR_ADAM, 3, 0, false, &st);  /* dp 0 counts as 1 */
 	ck_assert_msg(st.weights + st.grads + st.optimizer == 16, "dp 0: %g %g %g", st.weights,
 		      st.grads, st.optimizer);
+	/* fp32 gradients in bf16 training: 4 bytes each, sharded by ZeRO-2. */
+	par_model_states(1, PAR_BF16, PAR_ADAM, 2, 4, true, &st);
+	ck_assert_double_eq(st.weights, 2);
+	ck_assert_double_eq(st.grads, 1);
+	ck_assert_double_eq(par_grad_bytes(PAR_BF16, false), 2);
+	ck_assert_double_eq(par_grad_bytes(PAR_BF16, true), 4);
+	ck_assert_double_eq(par_grad_bytes(PAR_FP32, false), 4);
 }
 END_TEST
 
