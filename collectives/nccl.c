@@ -18,23 +18,34 @@
 
 /* ---- ops ----------------------------------------------------------------------- */
 
+/* Each test, the engine's collective it measures (whose name, "allreduce",
+ * also names the test) and one more spelling. */
 static const struct {
 	enum nccl_op op;
-	const char *test, *coll, *alias;
+	enum sim_coll_op sim;
+	const char *test, *alias;
 } ops[] = {
-	{ NCCL_OP_ALLREDUCE, "all_reduce_perf", "allreduce", "all_reduce" },
-	{ NCCL_OP_ALLGATHER, "all_gather_perf", "allgather", "all_gather" },
-	{ NCCL_OP_REDUCESCATTER, "reduce_scatter_perf", "reducescatter", "reduce_scatter" },
-	{ NCCL_OP_ALLTOALL, "alltoall_perf", "alltoall", "all_to_all" },
+	{ NCCL_OP_ALLREDUCE, SIM_COLL_ALLREDUCE, "all_reduce_perf", "all_reduce" },
+	{ NCCL_OP_ALLGATHER, SIM_COLL_ALLGATHER, "all_gather_perf", "all_gather" },
+	{ NCCL_OP_REDUCESCATTER, SIM_COLL_REDUCESCATTER, "reduce_scatter_perf", "reduce_scatter" },
+	{ NCCL_OP_ALLTOALL, SIM_COLL_ALLTOALL, "alltoall_perf", "all_to_all" },
 };
 
 enum nccl_op nccl_op_from_name(const char *name)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
-		if (!strcmp(name, ops[i].test) || !strcmp(name, ops[i].coll) ||
+		if (!strcmp(name, ops[i].test) || !strcmp(name, sim_coll_op_name(ops[i].sim)) ||
 		    !strcmp(name, ops[i].alias))
 			return ops[i].op;
 	return NCCL_OP_NONE;
+}
+
+enum sim_coll_op nccl_op_sim(enum nccl_op op)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
+		if (ops[i].op == op)
+			return ops[i].sim;
+	BUG("no engine collective for nccl op %d", (int)op);
 }
 
 const char *nccl_op_test(enum nccl_op op)
@@ -47,10 +58,7 @@ const char *nccl_op_test(enum nccl_op op)
 
 const char *nccl_op_coll(enum nccl_op op)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
-		if (ops[i].op == op)
-			return ops[i].coll;
-	return "unknown";
+	return op == NCCL_OP_NONE ? "unknown" : sim_coll_op_name(nccl_op_sim(op));
 }
 
 /* The op a file name says: the first test name found in it. */
@@ -59,7 +67,7 @@ static enum nccl_op op_in_name(const char *name)
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
-		if (strstr(base, ops[i].alias) || strstr(base, ops[i].coll))
+		if (strstr(base, ops[i].alias) || strstr(base, sim_coll_op_name(ops[i].sim)))
 			return ops[i].op;
 	return NCCL_OP_NONE;
 }
@@ -67,9 +75,7 @@ static enum nccl_op op_in_name(const char *name)
 double nccl_busbw_factor(enum nccl_op op, uint32_t n)
 {
 	BUG_ON(n == 0);
-	if (op == NCCL_OP_ALLREDUCE)
-		return 2.0 * (n - 1) / n;
-	return (double)(n - 1) / n;
+	return sim_coll_busbw_factor(nccl_op_sim(op), n);
 }
 
 uint32_t nccl_ring_steps(enum nccl_op op, uint32_t n)

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/sim.h"
+
 enum nccl_op {
 	NCCL_OP_NONE,
 	NCCL_OP_ALLREDUCE,
@@ -39,6 +41,8 @@ enum nccl_op {
 enum nccl_op nccl_op_from_name(const char *name);
 const char *nccl_op_test(enum nccl_op op);      /* "all_reduce_perf"  */
 const char *nccl_op_coll(enum nccl_op op);      /* "allreduce"        */
+/* The engine's collective the test measures (op not NCCL_OP_NONE). */
+enum sim_coll_op nccl_op_sim(enum nccl_op op);
 
 /* One size of a log; a time of 0 is a figure the log did not give. */
 struct nccl_row {
@@ -71,7 +75,8 @@ int nccl_log_parse(struct nccl_log *log, const char *name, const char *buf, size
 int nccl_log_read(struct nccl_log *log, const char *path, char *err, size_t errlen);
 void nccl_log_free(struct nccl_log *log);
 
-/* nccl-tests' bus-bandwidth factor and the ring's step count. */
+/* nccl-tests' bus-bandwidth factor (the engine's, sim_coll_busbw_factor) and
+ * the ring's step count. */
 double nccl_busbw_factor(enum nccl_op op, uint32_t n);
 uint32_t nccl_ring_steps(enum nccl_op op, uint32_t n);
 

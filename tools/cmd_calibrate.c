@@ -288,15 +288,8 @@ static void yaml_str(FILE *f, const char *s)
 static void scope_coll(const struct scope *s, enum sim_coll_op *op,
 		       const struct sim_coll_algo **algo)
 {
-	static const enum sim_coll_op ops[] = {
-		[NCCL_OP_ALLREDUCE] = SIM_COLL_ALLREDUCE,
-		[NCCL_OP_ALLGATHER] = SIM_COLL_ALLGATHER,
-		[NCCL_OP_REDUCESCATTER] = SIM_COLL_REDUCESCATTER,
-		[NCCL_OP_ALLTOALL] = SIM_COLL_ALLTOALL,
-	};
-	enum nccl_op o = s->pts[0].op;
-	*op = ops[o];
-	*algo = o == NCCL_OP_ALLTOALL ? &coll_pairwise : &coll_ring;
+	*op = nccl_op_sim(s->pts[0].op);
+	*algo = *op == SIM_COLL_ALLTOALL ? &coll_pairwise : &coll_ring;
 }
 
 /* The simulated collective's own α and B on cluster t (closed form, two sizes). */
