@@ -1182,21 +1182,20 @@ static int var_active(const struct par_train *t)
 	return t->var && (t->var->jitter || t->var->gpu || t->var->stragglers);
 }
 
-/* The engine's compute scale: the GPU's factor times the kernel's jitter. */
+/* The engine's compute scale: the kernel's jitter (the GPU's factor is the
+ * rank's speed). */
 static double var_scale(void *ctx, uint32_t rank, const struct sim_op *op)
 {
 	struct variability *vr = ctx;
-	(void)op;
-	double f = vr->gpu[rank];
-	if (vr->v->jitter)
-		f *= draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
-	return f;
+	(void)rank, (void)op;
+	return draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
 }
 
 /*
  * Draw every GPU's factor, then the stragglers (from the same generator,
  * seeded by sim.seed, so a scenario and seed give the same GPUs), and hook
- * the scale into the engine. The stragglers' ranks go to the report.
+ * them into the engine as the ranks' speeds, the jitter as its compute
+ * scale. The stragglers' ranks go to the report.
  */
 static void var_begin(const struct par_train *t, struct sim *sim, struct variability *vr,
 		      struct par_report *r)
@@ -1223,11 +1222,15 @@ static void var_begin(const struct par_train *t, struct sim *sim, struct variabi
 		free(all);
 		free(pick);
 	}
-	sim_set_compute_scale(sim, var_scale, vr);
+	sim_set_rank_speed(sim, vr->gpu);
+	if (t->var->jitter)
+		sim_set_compute_scale(sim, var_scale, vr);
 }
 
-static void var_end(struct variability *vr)
+static void var_end(struct sim *sim, struct variability *vr)
 {
+	sim_set_rank_speed(sim, NULL);
+	sim_set_compute_scale(sim, NULL, NULL);
 	if (vr->rng)
 		gsl_rng_free(vr->rng);
 	free(vr->gpu);
@@ -1318,7 +1321,7 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 		report_steps(step_s, nsteps, out);
 	}
 	free(step_s);
-	var_end(&vr);
+	var_end(sim, &vr);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
 	for (uint32_t s = 0; s < d.pp * d.cp; s++)

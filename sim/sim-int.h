@@ -178,6 +178,7 @@ struct sim {
 	uint8_t *absent;             /* [rank], NULL while none is          */
 	double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op);
 	void *scale_ctx;             /* sim_set_compute_scale               */
+	const double *speed;         /* [rank], sim_set_rank_speed          */
 	uint32_t absent_gen;         /* changes of `absent` so far          */
 };
 

@@ -111,6 +111,17 @@ void sim_set_compute_scale(struct sim *sim,
 	sim->scale_ctx = ctx;
 }
 
+void sim_set_rank_speed(struct sim *sim, const double *speed)
+{
+	sim->speed = speed;
+}
+
+/* A compute time of dur at rank's speed. */
+static inline sim_ps at_speed(const struct sim *sim, uint32_t rank, sim_ps dur)
+{
+	return sim->speed ? (sim_ps)llround((double)dur * sim->speed[rank]) : dur;
+}
+
 void sim_fail(struct sim *sim, const char *fmt, ...)
 {
 	if (sim->err)
@@ -800,12 +811,14 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 			/* One op at a time, each with its own draw. */
 			const struct sim_op *op = &prog->ops[h->op];
 			double f = sim->scale(sim->scale_ctx, rank, op);
+			if (sim->speed)
+				f *= sim->speed[rank];
 			BUG_ON(!(f > 0));
 			sim_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), &s->ev);
 			break;
 		}
 		s->run = h->run_n;
-		sim_schedule(sim, sim->now + h->run_ps, &s->ev);
+		sim_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), &s->ev);
 		break;
 	case SIM_OP_COLL:
 		sim_coll_join(sim, rank, stream, &prog->ops[h->op]);
@@ -828,7 +841,8 @@ static void rank_try_start(struct sim *sim, uint32_t rank)
 
 /*
  * A compute run has ended: record its ops with the times they had, one after
- * the other from the run's start (the last ends now).
+ * the other from the run's start (the last ends now: at a rank's speed the
+ * ops' rounded times may add up to a few ps more or less than the run's).
  */
 static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 {
@@ -838,7 +852,11 @@ static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 	sim_ps t = s->start;
 	for (uint32_t k = 0; k < s->run; k++) {
 		const struct sim_op *op = &r->prog->ops[h[k].op];
-		sim_ps end = k + 1 < s->run ? t + op->dur_ps : sim->now;
+		sim_ps end = sim->now;
+		if (k + 1 < s->run) {
+			sim_ps d = at_speed(sim, rank, op->dur_ps);
+			end = d < sim->now - t ? t + d : sim->now;
+		}
 		sim->rec->op_done(sim->rec_ctx, rank, op, t, end);
 		t = end;
 	}

@@ -347,11 +347,19 @@ void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void 
  * duration times scale(ctx, rank, op) (> 0), drawn when it starts, so the
  * draws follow the deterministic event order. With a scale set, compute ops
  * run one event each (no coalesced runs). NULL restores the programmed
- * durations. The parallel layer uses it for stragglers and jitter.
+ * durations. The parallel layer uses it for kernel jitter.
  */
 void sim_set_compute_scale(struct sim *sim,
 			   double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op),
 			   void *ctx);
+/*
+ * Each rank's compute ops take speed[rank] (> 0) times their programmed
+ * duration, on top of any scale; runs of compute ops stay one event. The
+ * array (sim_nranks entries) is the caller's and must outlive the runs;
+ * NULL restores the programmed speed. The parallel layer uses it for the
+ * GPUs' spread and stragglers.
+ */
+void sim_set_rank_speed(struct sim *sim, const double *speed);
 
 /* A group of ranks (its members in the given order); returns its id. */
 uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n);

@@ -432,6 +432,43 @@ START_TEST(test_compute_scale)
 }
 END_TEST
 
+/* sim_set_rank_speed: rank 0 at half speed; its three ops stay one run (one
+ * event), recorded back to back at double their times. */
+START_TEST(test_rank_speed)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "a", 1 * US, 0, 0);
+	sim_program_compute(p, 0, "b", 2 * US, 0, 0);
+	sim_program_compute(p, 0, "c", 3 * US, 0, 0);
+	const double speed[2] = { 2.0, 1.0 };
+	sim_set_rank_speed(ts.sim, speed);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "a", 0, 2 * US);
+	ASSERT_RECORD(ts.rec, 0, "b", 2 * US, 6 * US);
+	ASSERT_RECORD(ts.rec, 0, "c", 6 * US, 12 * US);
+	ASSERT_RECORD(ts.rec, 1, "c", 3 * US, 6 * US);
+	ck_assert_uint_eq(sim_events(ts.sim), 2);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 12 * US);
+	ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->compute_ps, 12 * US);
+	/* With a scale too, each op is scaled by both, one event each. */
+	tsim_clear(&ts);
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	sim_set_rank_speed(ts.sim, speed);
+	sim_set_compute_scale(ts.sim, double_rank0, NULL);
+	tsim_start(&ts, 0, p);
+	tsim_start(&ts, 1, p);
+	tsim_run_ok(&ts);
+	ASSERT_RECORD(ts.rec, 0, "c", 12 * US, 24 * US);
+	ck_assert_uint_eq(sim_events(ts.sim), 6);
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
 START_TEST(test_send_recv_time)
 {
 	const double alpha = 10e-6, W = 50e9, n = 10e6, chunk = chunk_sizes[_i];
@@ -1179,6 +1216,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_zero_compute);
 	tcase_add_test(tc, test_compute_runs);
 	tcase_add_test(tc, test_compute_scale);
+	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
