@@ -162,8 +162,7 @@ static void wait_gathered(struct builder *b, int l, enum par_phase ph)
 	if (!b->gather)
 		plan_gathers(b);
 	uint32_t *g = &b->gather[l + 2];
-	if (*g != NO_OP)
-		b->wait_param = *g;
+	par_b_wait(b, *g);
 	*g = NO_OP;  /* later forwards of the layer come after it on the stream */
 }
 

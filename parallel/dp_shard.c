@@ -106,7 +106,7 @@ static uint32_t *ahead(struct builder *b, int u, enum par_phase ph)
 static void unit_begin(struct builder *b, int u, enum par_phase ph)
 {
 	uint32_t *mine = ahead(b, u, ph);
-	b->wait_for = *mine != NO_OP ? *mine : gather(b, u, ph, b->last_compute);
+	par_b_wait(b, *mine != NO_OP ? *mine : gather(b, u, ph, b->last_compute));
 	*mine = NO_OP;
 }
 

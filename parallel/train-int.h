@@ -40,6 +40,10 @@ enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
 struct par_dp_strategy;
 
+/* Ops the next compute op may wait for at once: a pipeline receive, a
+ * tensor- or context-parallel collective, parameter gathers. */
+#define PAR_B_MAX_WAITS 8
+
 struct builder {
 	const struct par_train *t;
 	const struct par_dp_strategy *dp;
@@ -58,8 +62,9 @@ struct builder {
 	unsigned chunk;              /* model chunk being built            */
 	int reduce;                  /* this micro-batch reduces gradients */
 	double grad_elem;            /* bytes per gradient element         */
-	uint32_t wait_for;           /* the next compute op waits for it   */
-	uint32_t wait_param;         /* ... and for this parameter gather  */
+	uint32_t waits[PAR_B_MAX_WAITS]; /* the next compute op waits for
+				      * these (par_b_wait)                  */
+	unsigned nwaits;
 	uint32_t last_compute;       /* the last compute op appended       */
 	/* Strategy state. */
 	double bucket;               /* gradient bytes in the open bucket  */
@@ -113,5 +118,7 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 /* A memory change at this point of the compute stream: a marker op of no
  * duration (it also takes the pending wait). */
 void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
+/* The next compute op appended waits for op too (NO_OP: nothing). */
+void par_b_wait(struct builder *b, uint32_t op);
 
 #endif

@@ -246,18 +246,27 @@ static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph
 			 o->name, sim_coll_op_name(r->op));
 		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
 		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
-		b->wait_for = par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute);
+		par_b_wait(b, par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute));
 	}
+}
+
+void par_b_wait(struct builder *b, uint32_t op)
+{
+	if (op == NO_OP)
+		return;
+	for (unsigned i = 0; i < b->nwaits; i++)
+		if (b->waits[i] == op)
+			return;
+	BUG_ON(b->nwaits == PAR_B_MAX_WAITS);
+	b->waits[b->nwaits++] = op;
 }
 
 /* The compute op just appended waits for what the builder holds for it. */
 static void take_waits(struct builder *b)
 {
-	if (b->wait_for != NO_OP)
-		sim_program_dep(b->prog, b->wait_for);
-	if (b->wait_param != NO_OP && b->wait_param != b->wait_for)
-		sim_program_dep(b->prog, b->wait_param);
-	b->wait_for = b->wait_param = NO_OP;
+	for (unsigned i = 0; i < b->nwaits; i++)
+		sim_program_dep(b->prog, b->waits[i]);
+	b->nwaits = 0;
 }
 
 /* ---- context parallelism ------------------------------------------------- */
@@ -324,7 +333,7 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 			if (k == 0 && start != NO_OP)
 				sim_program_dep(b->prog, start);
 			if (k)
-				b->wait_for = recv;  /* round k computes what round k-1 got */
+				par_b_wait(b, recv);  /* round k computes what round k-1 got */
 			double share = ring_share(b, k);
 			snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
 				 o->name, k);
@@ -333,7 +342,7 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 			recv = r;
 			continue;
 		}
-		b->wait_for = recv;
+		par_b_wait(b, recv);
 		snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
 			 o->name, k);
 		double share = ring_share(b, k);
@@ -358,8 +367,8 @@ static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd
 	char name[128], mb[24];
 	mb_label(b, mb, sizeof(mb));
 	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.in.alltoall", where, mb, bwd ? "bwd" : "fwd");
-	b->wait_for = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
-				 bwd ? out : qkv, b->last_compute);
+	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				  bwd ? out : qkv, b->last_compute));
 	struct par_op full = *o;
 	full.heads = (unsigned)(heads / N > 1 ? heads / N : 1);
 	full.seq = (unsigned)(c * N);
@@ -367,8 +376,8 @@ static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd
 	/* All N c tokens for heads / N: the same FLOPs as the local op times N. */
 	attn_kernel(b, &full, name, o->flops * N, o->bytes);
 	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.out.alltoall", where, mb, bwd ? "bwd" : "fwd");
-	b->wait_for = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
-				 bwd ? qkv : out, b->last_compute);
+	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				  bwd ? qkv : out, b->last_compute));
 }
 
 static void cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)
@@ -468,8 +477,8 @@ static void moe_alltoall(struct builder *b, const char *where, const char *what,
 	char name[128], mb[24];
 	mb_label(b, mb, sizeof(mb));
 	snprintf(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
-	b->wait_for = par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
-				 2.0 * T * m->moe.top_k * m->hidden, b->last_compute);
+	par_b_wait(b, par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
+				  2.0 * T * m->moe.top_k * m->hidden, b->last_compute));
 }
 
 /* The MoE MLP: router, dispatch, the rank's experts, combine, shared experts;
@@ -635,7 +644,7 @@ static void forward_pass(struct builder *b)
 	uint32_t vs = vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
 	stage_range(b, vs, &first, &count);
 	if (vs > 0)
-		b->wait_for = p2p(b, 0, 1, prev_stage(b), NO_OP);
+		par_b_wait(b, p2p(b, 0, 1, prev_stage(b), NO_OP));
 	if (vs == 0) {
 		hook_begin(b, -1, PAR_FWD);
 		emit(b, "embed", PAR_FWD, fetch(b, par_embed_ops, PAR_FWD));
@@ -658,7 +667,7 @@ static void backward_pass(struct builder *b, int last_action)
 	uint32_t vs = vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
 	stage_range(b, vs, &first, &count);
 	if (vs < V - 1)
-		b->wait_for = p2p(b, 0, 0, next_stage(b), NO_OP);
+		par_b_wait(b, p2p(b, 0, 0, next_stage(b), NO_OP));
 	if (vs == V - 1) {
 		hook_begin(b, -1, PAR_BWD);
 		emit(b, "head", PAR_BWD, fetch(b, par_head_ops, PAR_BWD));
@@ -751,7 +760,8 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->local = *t->training;
 	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
 	b->nmb = micro_batches(t);
-	b->wait_for = b->wait_param = b->last_grad_comm = b->last_param_comm = NO_OP;
+	b->nwaits = 0;
+	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
 	size_t n = 2 * (size_t)b->nmb * b->vpp;

@@ -19,6 +19,7 @@
 #define LESSON CLUSTERSIM_SRCDIR "/scenarios/ddp-lesson.yaml"
 #define COMPARE CLUSTERSIM_SRCDIR "/scenarios/zero-fsdp-compare.yaml"
 #define MAX_SETS 16
+#define MAX_SEEN 8192
 
 /* What one run left behind besides its report. */
 struct seen {
@@ -26,14 +27,24 @@ struct seen {
 	unsigned bwd_gathers;        /* backward all-gathers of rank 0          */
 	unsigned replica_reduces;    /* HSDP all-reduces across nodes, rank 0   */
 	double weights_max;          /* rank 0's weights category at its highest */
+	/* Rank 0's forward tensor-parallel collectives and compute ops. */
+	struct { sim_ps start, end; } fwd_tp[MAX_SEEN];
+	sim_ps fwd_compute[MAX_SEEN];
+	unsigned ntp, ncompute;
 };
 
 static void see_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
 {
 	struct seen *w = ctx;
-	(void)s, (void)e;
+	if (rank == 0 && op->kind == SIM_OP_COMPUTE && strstr(op->name, ".fwd.") &&
+	    w->ncompute < MAX_SEEN)
+		w->fwd_compute[w->ncompute++] = s;
 	if (rank != 0 || op->kind != SIM_OP_COLL)
 		return;
+	if (!strncmp(op->name, "tp.", 3) && strstr(op->name, ".fwd.") && w->ntp < MAX_SEEN) {
+		w->fwd_tp[w->ntp].start = s;
+		w->fwd_tp[w->ntp++].end = e;
+	}
 	w->bwd_gathers += strstr(op->name, ".bwd.allgather") != NULL;
 	w->replica_reduces += strstr(op->name, "replicas.allreduce") != NULL;
 }
@@ -222,6 +233,30 @@ START_TEST(c19_hsdp)
 }
 END_TEST
 
+/* C19 with tensor parallelism: a unit's first op waits for its parameter
+ * gather and for the tensor-parallel all-reduce of the op before it (the
+ * embedding's, at the first layer): the forward computes nothing while one
+ * of its tensor-parallel collectives is in flight. On the lesson's slow
+ * ideal network the all-reduce outlasts the gather. */
+START_TEST(c19_tp_waits_kept)
+{
+	static struct seen w;  /* large */
+	struct par_report r;
+	const char *tp[] = { "parallel.tp=2", "parallel.dp=4", "parallel.zero=3" };
+	step(LESSON, tp, 3, 1, &r, &w);
+	ck_assert_msg(w.ntp > 10 && w.ncompute > 100 && w.ncompute < MAX_SEEN,
+		      "%u forward tensor-parallel collectives, %u forward compute ops", w.ntp,
+		      w.ncompute);
+	unsigned inside = 0;
+	for (unsigned i = 0; i < w.ncompute; i++)
+		for (unsigned g = 0; g < w.ntp; g++)
+			inside += w.fwd_compute[i] > w.fwd_tp[g].start &&
+				  w.fwd_compute[i] < w.fwd_tp[g].end;
+	ck_assert_msg(inside == 0, "%u forward compute ops start while a forward "
+		      "tensor-parallel collective runs", inside);
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
 	const struct spec_item items[] = {
@@ -230,6 +265,7 @@ static Suite *spec_suite(void)
 		{ "C19", c19_prefetch },
 		{ "C19", c19_reshard },
 		{ "C19", c19_hsdp },
+		{ "C19", c19_tp_waits_kept },
 	};
 	return spec_suite_of("SPEC C12, C18, C19 (ZeRO and FSDP)", items, ARRAY_SIZE(items), 300);
 }
