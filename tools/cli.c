@@ -335,12 +335,32 @@ const struct cli_cmd cli_cmd_help = {
 
 static const struct cli_opt no_opts[] = { { 0 } };
 
+void cli_mpi_names(char *buf, size_t len)
+{
+	size_t n = 0, k = 0;
+	for (const struct cli_cmd *const *c = cli_cmds; *c; c++)
+		n += (*c)->mpi != 0;
+	buf[0] = '\0';
+	for (const struct cli_cmd *const *c = cli_cmds; *c; c++) {
+		if (!(*c)->mpi)
+			continue;
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
+			 (*c)->name);
+		k++;
+	}
+}
+
 static int version_run(struct cli_args *a)
 {
+	char names[128];
 	(void)a;
+	cli_mpi_names(names, sizeof(names));
 	printf("clustersim %s\n", PACKAGE_VERSION);
-	printf("MPI: %s\n", mp_built() ? "built in (sweep and plan spread over mpirun's ranks)"
-				   : "not built (./configure --with-mpi)");
+	if (mp_built())
+		printf("MPI: built in (%s spread over mpirun's ranks)\n", names);
+	else
+		printf("MPI: not built (./configure --with-mpi)\n");
 	return CLI_OK;
 }
 

@@ -53,6 +53,8 @@ struct cli_cmd {
 	const char *description;      /* paragraphs for help and docs      */
 	const struct cli_opt *opts;   /* terminated by { 0 }               */
 	int (*run)(struct cli_args *a);
+	int mpi;                      /* shares its work over mpirun's ranks
+				       * (tools/mpi_pool.h)                 */
 };
 
 /*
@@ -100,6 +102,8 @@ int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 /* The help text of one command, or of all, as text or Markdown. */
 void cli_help(FILE *out, const struct cli_cmd *cmd);
 void cli_help_all(FILE *out);
+/* The names of the commands with .mpi set: "sweep and plan". */
+void cli_mpi_names(char *buf, size_t len);
 void cli_help_markdown(FILE *out);
 
 /*

@@ -366,10 +366,6 @@ static void disagreement(const struct ranked *v, size_t n)
 
 static int plan_run(struct cli_args *a)
 {
-	if (mp_launched() && !mp_built())
-		return cli_error(a, CLI_BADINPUT, "started by an MPI launcher, but this clustersim "
-				 "was built without MPI support (./configure --with-mpi): every "
-				 "rank would run the whole %s; run it once, without mpirun", "plan");
 	if (a->npos != 1 || !cli_has(a, "gpus"))
 		return cli_error(a, CLI_BADINPUT, "expected a scenario and --gpus N (clustersim plan "
 				 "SCENARIO.yaml --gpus N)");
@@ -512,4 +508,5 @@ const struct cli_cmd cli_cmd_plan = {
 		"cores); the results do not depend on how many. docs/plan.md explains it all.",
 	.opts = plan_opts,
 	.run = plan_run,
+	.mpi = 1,
 };

@@ -554,10 +554,6 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 
 static int sweep_run(struct cli_args *a)
 {
-	if (mp_launched() && !mp_built())
-		return cli_error(a, CLI_BADINPUT, "started by an MPI launcher, but this clustersim "
-				 "was built without MPI support (./configure --with-mpi): every "
-				 "rank would run the whole %s; run it once, without mpirun", "sweep");
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one scenario file (clustersim sweep "
 				 "SCENARIO.yaml --vary KEY=V1,V2,...)");
@@ -656,4 +652,5 @@ const struct cli_cmd cli_cmd_sweep = {
 		"Ctrl-C stops handing out points, stores those in flight and exits 130.",
 	.opts = sweep_opts,
 	.run = sweep_run,
+	.mpi = 1,
 };

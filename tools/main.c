@@ -35,10 +35,17 @@ static int run(int argc, char **argv)
 		fprintf(stderr, "clustersim: unknown command '%s' (see clustersim help)\n", argv[1]);
 		return CLI_BADINPUT;
 	}
-	if (mp_size() > 1 && strcmp(cmd->name, "sweep") && strcmp(cmd->name, "plan")) {
-		if (mp_rank() == 0)
-			fprintf(stderr, "clustersim %s: under mpirun only sweep and plan share their "
-				"work between ranks; run %s once, without mpirun\n", cmd->name,
+	if (mp_launched() && (!mp_built() || !cmd->mpi)) {
+		char names[128];
+		cli_mpi_names(names, sizeof(names));
+		if (!mp_built())
+			fprintf(stderr, "clustersim %s: started by an MPI launcher, but this "
+				"clustersim was built without MPI support (./configure "
+				"--with-mpi): every rank would do the whole of clustersim %s; "
+				"run it once, without mpirun\n", cmd->name, cmd->name);
+		else if (mp_rank() == 0)
+			fprintf(stderr, "clustersim %s: under mpirun only %s share their work "
+				"between ranks; run %s once, without mpirun\n", cmd->name, names,
 				cmd->name);
 		return CLI_BADINPUT;
 	}

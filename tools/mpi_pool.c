@@ -78,14 +78,6 @@ int mp_size(void)
 	return size;
 }
 
-void mp_abort(int code)
-{
-	fflush(NULL);
-	if (started && size > 1)
-		MPI_Abort(MPI_COMM_WORLD, code);
-	exit(code);
-}
-
 uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,
 		     size_t result_size, void (*on_result)(void *ctx, const void *result),
 		     void *ctx, volatile sig_atomic_t *stop)
@@ -171,11 +163,6 @@ int mp_rank(void)
 int mp_size(void)
 {
 	return 1;
-}
-
-void mp_abort(int code)
-{
-	exit(code);
 }
 
 uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,

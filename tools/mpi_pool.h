@@ -42,7 +42,7 @@ uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,
 		     void *ctx, volatile sig_atomic_t *stop);
 
 /* Rank 0: tell the other ranks that no more tasks will come (main does,
- * after a command that succeeded). */
+ * after the command, whether it succeeded or not). */
 void mp_stop_workers(void);
 
 /*
@@ -52,12 +52,5 @@ void mp_stop_workers(void);
  */
 void mp_serve(void *task, size_t task_size, void *buf, size_t result_size,
 	      void (*run)(void *ctx, const void *task, void *buf), void *ctx);
-
-/*
- * End the whole job with this exit status (MPI_Abort): what main does when
- * rank 0's command fails, since other ranks may be waiting for tasks that
- * will not come. Without MPI, exit(code).
- */
-_Noreturn void mp_abort(int code);
 
 #endif

@@ -4,8 +4,8 @@
 # as root where needed) stores exactly the points of the same sweep run
 # with -j 2, a rerun resumes, a 3-rank plan prints the same JSON as -j 2,
 # and other commands refuse to run under mpirun. With one built without
-# MPI: `version` says so and sweep and plan refuse to run under a launcher
-# (exit 2) rather than run the whole job in every rank. `make check` runs
+# MPI: `version` says so and sweep, plan and run refuse to run under a
+# launcher (exit 2) rather than run the whole job in every rank. `make check` runs
 # the second part; .ci/run's MPI stage runs the first with build-mpi's
 # binary. Prints "N passed, N failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
@@ -14,7 +14,7 @@ LESSON=$SRC/scenarios/ddp-lesson.yaml
 if ! "$CS" version | grep -q "^MPI: built in"; then
 	"$CS" version | grep -q "^MPI: not built (./configure --with-mpi)" &&
 		ok "version says MPI is not built" || bad "version: $("$CS" version)"
-	for cmd in "sweep $LESSON --vary parallel.zero=0,1" "plan $LESSON --gpus 8"; do
+	for cmd in "sweep $LESSON --vary parallel.zero=0,1" "plan $LESSON --gpus 8" "run $LESSON"; do
 		# shellcheck disable=SC2086 # words
 		OMPI_COMM_WORLD_SIZE=2 "$CS" $cmd >/dev/null 2>"$T/err"
 		rc=$?
