@@ -997,6 +997,17 @@ int sim_store_sweep_point(struct sim_store *st, int64_t sweep, const struct sim_
 	return store_exec(st, "COMMIT", "storing a sweep point");
 }
 
+void sim_store_rank_summary_of(const struct sim *sim, uint32_t rank, sim_ps end,
+			       struct sim_store_rank_summary *out)
+{
+	const struct sim_rank_stats *rs = sim_rank_stats(sim, rank);
+	*out = (struct sim_store_rank_summary){
+		.compute_ps = rs->compute_ps, .exposed_comm_ps = rs->exposed_comm_ps,
+		.idle_ps = end - rs->compute_ps - rs->exposed_comm_ps,
+		.end_ps = sim_rank_end(sim, rank), .peak_bytes = rs->mem_peak,
+	};
+}
+
 /* One ranks row: where a rank sits, and where its time went. */
 int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t local_gpu,
 		   const uint32_t coords[5], const struct sim_store_rank_summary *sum)

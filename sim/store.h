@@ -51,6 +51,11 @@ struct sim_store_rank_summary {
 	double peak_bytes;       /* peak memory                                 */
 };
 
+/* Rank's summary from the engine's counters, its idle time up to end (the
+ * end of the run, or of the step). */
+void sim_store_rank_summary_of(const struct sim *sim, uint32_t rank, sim_ps end,
+			       struct sim_store_rank_summary *out);
+
 /*
  * One rank's placement, its tp, cp, pp, dp, ep coordinates (NULL: none, for
  * runs without a parallel layout) and its summary (NULL: none). The row also

@@ -226,12 +226,8 @@ static char *config_json(const struct coll_job *job, int algo)
 static int store_ranks(struct sim_store *st, struct sim *sim, struct topo *topo)
 {
 	for (uint32_t r = 0; r < sim_nranks(sim); r++) {
-		const struct sim_rank_stats *rs = sim_rank_stats(sim, r);
-		struct sim_store_rank_summary sum = {
-			.compute_ps = rs->compute_ps, .exposed_comm_ps = rs->exposed_comm_ps,
-			.idle_ps = sim_now(sim) - rs->compute_ps - rs->exposed_comm_ps,
-			.end_ps = sim_rank_end(sim, r), .peak_bytes = rs->mem_peak,
-		};
+		struct sim_store_rank_summary sum;
+		sim_store_rank_summary_of(sim, r, sim_now(sim), &sum);
 		if (sim_store_rank(st, r, topo_node_of(topo, r), topo_local_of(topo, r), NULL,
 				   &sum) < 0)
 			return -1;

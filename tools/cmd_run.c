@@ -178,7 +178,6 @@ static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, 
 		if (sim_rank_end(sim, r) > end)
 			end = sim_rank_end(sim, r), f->last = r;
 	for (uint32_t r = 0; r < f->nranks; r++) {
-		const struct sim_rank_stats *st = sim_rank_stats(sim, r);
 		f->ranks[r].present = sim_rank_present(sim, r);
 		if (!f->ranks[r].present) {  /* symmetry: its replica 0 stands for it */
 			f->ranks[r].node = topo_node_of(topo, r);
@@ -188,12 +187,8 @@ static int rec_finish(void *ctx, struct sim *sim, struct topo *topo, char *err, 
 		f->ranks[r] = (struct rec_rank){
 			.present = 1,
 			.node = topo_node_of(topo, r), .local = topo_local_of(topo, r),
-			.sum = {
-				.compute_ps = st->compute_ps, .exposed_comm_ps = st->exposed_comm_ps,
-				.idle_ps = end - st->compute_ps - st->exposed_comm_ps,
-				.end_ps = sim_rank_end(sim, r), .peak_bytes = st->mem_peak,
-			},
 		};
+		sim_store_rank_summary_of(sim, r, end, &f->ranks[r].sum);
 	}
 	if (f->keep && !f->keep[f->last] && f->spill && rec_unspill(f, err, errlen) < 0)
 		return -1;

@@ -183,6 +183,10 @@ grep -q '(fsdp)' "$T/b" && ok "fsdp strategy" || bad "no fsdp strategy"
 	--db "$T/coll.db" >"$T/coll.txt" 2>"$T/err" && ok "collective --db" || bad "collective: $(cat "$T/err")"
 "$CS" report "$T/coll.db" >"$T/coll-rep.txt" 2>"$T/err" && ok "report of a collective run" ||
 	bad "report collective: $(cat "$T/err")"
+# Its ranks rows: every rank's time adds up to the run's end.
+[ "$(q "$T/coll.db" "SELECT count(*), sum(compute_ps + exposed_comm_ps + idle_ps =
+	(SELECT max(end_ps) FROM ranks)), sum(exposed_comm_ps > 0) FROM ranks")" = "16|16|16" ] &&
+	ok "collective ranks rows" || bad "collective ranks: $(q "$T/coll.db" "SELECT * FROM ranks LIMIT 2")"
 cmp -s "$T/coll.txt" "$T/coll-rep.txt" && ok "collective table reprinted" ||
 	bad "collective table differs: $(diff "$T/coll.txt" "$T/coll-rep.txt")"
 "$CS" report "$T/coll.db" --json | grep -q '^{"op":"allreduce","cluster":"dgx-h100","ranks":16,.*"rows":\[{"algo":"ring"' &&
