@@ -198,9 +198,8 @@ static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			tasks[i] = (struct plan_task){ .i = (uint32_t)i, .f = f, .c = v[i].c };
 		struct plan_collect pc = { .out = out, .n = n };
 		struct outcome buf;
-		static volatile sig_atomic_t never;
 		mp_dispatch(tasks, (uint32_t)n, sizeof(*tasks), &buf, sizeof(buf), collect_outcome,
-			    &pc, &never);
+			    &pc, NULL);
 		free(tasks);
 		return 0;
 	}

@@ -633,12 +633,6 @@ static char *run_label(struct plotctx *c, long long run)
 	return xstrdup(buf);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* A run's step times, sorted; their number in *n (0: none stored). */
 static double *run_steps(struct plotctx *c, long long run, size_t *n)
 {
@@ -647,7 +641,7 @@ static double *run_steps(struct plotctx *c, long long run, size_t *n)
 	size_t cap = 0;
 	*n = 0;
 	if (sqlite3_prepare_v2(c->db, "SELECT value FROM metrics WHERE run_id = ? AND name LIKE "
-			       "'step.%' AND value IS NOT NULL", -1, &q, NULL) != SQLITE_OK)
+			       "'step.%' AND value IS NOT NULL ORDER BY value", -1, &q, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int64(q, 1, run);
 	while (sqlite3_step(q) == SQLITE_ROW) {
@@ -656,8 +650,6 @@ static double *run_steps(struct plotctx *c, long long run, size_t *n)
 		v[(*n)++] = sqlite3_column_double(q, 0);
 	}
 	sqlite3_finalize(q);
-	if (*n)
-		qsort(v, *n, sizeof(double), cmp_double);
 	return v;
 }
 

@@ -86,7 +86,7 @@ uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,
 	       result_size > (size_t)INT32_MAX);
 	const char *t = tasks;
 	uint32_t next = 0, got = 0, busy = 0;
-	for (int r = 1; r < size && next < n && !*stop; r++, next++, busy++)
+	for (int r = 1; r < size && next < n && !(stop && *stop); r++, next++, busy++)
 		MPI_Send(t + next * task_size, (int)task_size, MPI_BYTE, r, TAG_TASK,
 			 MPI_COMM_WORLD);
 	const struct timespec nap = { 0, 200000 };  /* 0.2 ms */
@@ -103,7 +103,7 @@ uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,
 		busy--;
 		got++;
 		on_result(ctx, buf);
-		if (next < n && !*stop) {
+		if (next < n && !(stop && *stop)) {
 			MPI_Send(t + next * task_size, (int)task_size, MPI_BYTE, st.MPI_SOURCE,
 				 TAG_TASK, MPI_COMM_WORLD);
 			next++;

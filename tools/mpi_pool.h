@@ -33,9 +33,9 @@ int mp_launched(void);
  * Rank 0 of several: run the n tasks (task_size bytes each, back to back in
  * `tasks`) on ranks 1..size-1, dynamically, and call on_result(ctx, result)
  * for each result as it arrives (result_size bytes, received into `buf`).
- * Once *stop is set no new task is handed out; the running ones are waited
- * for. Returns the number of results. The other ranks stay ready for the
- * next call until mp_stop_workers.
+ * Once *stop is set (stop NULL: never) no new task is handed out; the
+ * running ones are waited for. Returns the number of results. The other
+ * ranks stay ready for the next call until mp_stop_workers.
  */
 uint32_t mp_dispatch(const void *tasks, uint32_t n, size_t task_size, void *buf,
 		     size_t result_size, void (*on_result)(void *ctx, const void *result),
