@@ -157,6 +157,13 @@ const char *cli_str(const struct cli_args *a, const char *name, const char *def)
 	return a->given[i] ? a->val[i] : def;
 }
 
+const char **cli_list(const struct cli_args *a, const char *name, int *n)
+{
+	int i = must_index(a, name);
+	*n = a->nlist[i];
+	return a->list[i];
+}
+
 /* "-b/--minbytes" or "--db", for messages. */
 static const char *opt_name(const struct cli_opt *o, char *buf, size_t len)
 {

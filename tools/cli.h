@@ -86,6 +86,9 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_args 
 /* Accessors by long name; a name not in the table is a bug. */
 int cli_has(const struct cli_args *a, const char *name);
 const char *cli_str(const struct cli_args *a, const char *name, const char *def);
+/* The values of a list option (CLI_LIST), in the order given; their number
+ * in *n. */
+const char **cli_list(const struct cli_args *a, const char *name, int *n);
 /*
  * Typed values: parse the option's value with units (bytes, rate, time) or
  * as a whole number in [min, max]; on error print "clustersim NAME: option

@@ -94,11 +94,10 @@ static int parse_cluster(struct cli_args *a, struct coll_job *job)
 	char err[512];
 	if (scn_cluster_preset(c, cli_str(a, "cluster", "ideal"), err, sizeof(err)) < 0)
 		return cli_error(a, CLI_BADINPUT, "option --cluster: %s", err);
-	int i = 0, nodes_set = 0;
-	for (; a->cmd->opts[i].name && strcmp(a->cmd->opts[i].name, "set"); i++)
-		;
-	for (int k = 0; k < a->nlist[i]; k++) {
-		const char *kv = a->list[i][k], *eq = strchr(kv, '=');
+	int nodes_set = 0, nsets;
+	const char **sets = cli_list(a, "set", &nsets);
+	for (int k = 0; k < nsets; k++) {
+		const char *kv = sets[k], *eq = strchr(kv, '=');
 		if (!eq || strncmp(kv, "cluster.", 8))
 			return cli_error(a, CLI_BADINPUT, "option --set: expected cluster.KEY=VALUE, "
 					 "got '%s'", kv);

@@ -381,13 +381,11 @@ static int plan_run(struct cli_args *a)
 	if (strcmp(goal, "step_time") && strcmp(goal, "mfu") && strcmp(goal, "tokens_per_s"))
 		return cli_error(a, CLI_BADINPUT, "option --objective: expected step_time, mfu or "
 				 "tokens_per_s, got '%s'", goal);
-	int si = 0;
-	while (strcmp(a->cmd->opts[si].name, "set"))
-		si++;
+	int nsets;
+	const char **sets = cli_list(a, "set", &nsets);
 	struct scn s;
 	char err[SCN_ERRLEN];
-	if (scn_load_unchecked(&s, a->pos[0], a->list[si], (size_t)a->nlist[si], err,
-			       sizeof(err)) < 0)
+	if (scn_load_unchecked(&s, a->pos[0], sets, (size_t)nsets, err, sizeof(err)) < 0)
 		return cli_error(a, CLI_BADINPUT, "%s", err);
 	uint32_t gpn = s.cluster.kind == TOPO_IDEAL ? 1 : s.cluster.gpus_per_node;
 	if (gpus % gpn)

@@ -346,13 +346,12 @@ static int resolve_keys(struct plotctx *c)
 	if (c->sk == c->xk)
 		return cli_error(a, CLI_BADINPUT, "option --series: %s is already the x axis",
 				 c->keys[c->xk]);
-	int wi = 0;  /* the list of --where values, by the option's index */
-	while (strcmp(a->cmd->opts[wi].name, "where"))
-		wi++;
-	if (a->nlist[wi] > MAX_KEYS)
+	int nwhere;
+	const char **where = cli_list(a, "where", &nwhere);
+	if (nwhere > MAX_KEYS)
 		return cli_error(a, CLI_BADINPUT, "option --where: at most %d", MAX_KEYS);
-	for (int i = 0; i < a->nlist[wi]; i++)
-		if (add_where(c, a->list[wi][i]) != CLI_OK)
+	for (int i = 0; i < nwhere; i++)
+		if (add_where(c, where[i]) != CLI_OK)
 			return CLI_BADINPUT;
 	return check_mixed(c);
 }
@@ -657,19 +656,18 @@ static double *run_steps(struct plotctx *c, long long run, size_t *n)
 static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 {
 	struct cli_args *a = c->a;
-	int ri = 0;
-	while (strcmp(a->cmd->opts[ri].name, "run"))
-		ri++;
+	int nrun;
+	const char **run = cli_list(a, "run", &nrun);
 	*n = 0;
 	*runs = NULL;
-	if (a->nlist[ri]) {
-		*runs = xcalloc((size_t)a->nlist[ri], sizeof(long long));
-		for (int i = 0; i < a->nlist[ri]; i++) {
+	if (nrun) {
+		*runs = xcalloc((size_t)nrun, sizeof(long long));
+		for (int i = 0; i < nrun; i++) {
 			char *end;
-			long long id = strtoll(a->list[ri][i], &end, 10);
-			if (end == a->list[ri][i] || *end || id < 1)
+			long long id = strtoll(run[i], &end, 10);
+			if (end == run[i] || *end || id < 1)
 				return cli_error(a, CLI_BADINPUT, "option --run: expected a run id (a "
-						 "whole number from 1), got '%s'", a->list[ri][i]);
+						 "whole number from 1), got '%s'", run[i]);
 			(*runs)[(*n)++] = id;
 		}
 		return CLI_OK;

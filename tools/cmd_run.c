@@ -246,14 +246,13 @@ static int rec_ranks(struct rec_filter *f)
 /* The scenario with --fidelity and --record folded in as the last --set. */
 static int load(struct cli_args *a, struct scn *s)
 {
-	int i = 0;
-	while (strcmp(a->cmd->opts[i].name, "set"))
-		i++;
-	size_t n = (size_t)a->nlist[i];
+	int nset;
+	const char **given = cli_list(a, "set", &nset);
+	size_t n = (size_t)nset;
 	const char **sets = xcalloc(n + 3, sizeof(char *));
 	char fid[64], rec[64], steps[64];
 	for (size_t k = 0; k < n; k++)
-		sets[k] = a->list[i][k];
+		sets[k] = given[k];
 	if (cli_has(a, "fidelity")) {
 		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
 		sets[n++] = fid;

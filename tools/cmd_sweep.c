@@ -98,22 +98,15 @@ static int expand(struct cli_args *a, struct vary *v, const char *item)
 	return CLI_OK;
 }
 
-static int opt_list(const struct cli_args *a, const char *name)
-{
-	int i = 0;
-	while (strcmp(a->cmd->opts[i].name, name))
-		i++;
-	return i;
-}
-
 static int parse_vary(struct cli_args *a, struct sweep *sw)
 {
-	int i = opt_list(a, "vary");
-	if (a->nlist[i] == 0)
+	int nvary;
+	const char **vary = cli_list(a, "vary", &nvary);
+	if (nvary == 0)
 		return cli_error(a, CLI_BADINPUT, "give at least one --vary KEY=V1,V2,...");
 	sw->npoints = 1;
-	for (int k = 0; k < a->nlist[i]; k++) {
-		const char *kv = a->list[i][k], *eq = strchr(kv, '=');
+	for (int k = 0; k < nvary; k++) {
+		const char *kv = vary[k], *eq = strchr(kv, '=');
 		if ((unsigned)k == MAX_VARY)
 			return cli_error(a, CLI_BADINPUT, "option --vary: at most %d keys", MAX_VARY);
 		struct vary *v = &sw->vary[sw->nvary++];
@@ -562,10 +555,11 @@ static int sweep_run(struct cli_args *a)
 	long long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	if (rc == CLI_OK && cli_count(a, "jobs", 1, 64, &jobs) < 0)
 		rc = CLI_BADINPUT;
-	int si = opt_list(a, "set");
-	sw.base = xcalloc((size_t)a->nlist[si] + 1, sizeof(char *));
-	for (int k = 0; k < a->nlist[si]; k++)
-		sw.base[sw.nbase++] = a->list[si][k];
+	int nsets;
+	const char **sets = cli_list(a, "set", &nsets);
+	sw.base = xcalloc((size_t)nsets + 1, sizeof(char *));
+	for (int k = 0; k < nsets; k++)
+		sw.base[sw.nbase++] = sets[k];
 	char fid[64];
 	if (cli_has(a, "fidelity")) {
 		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
