@@ -179,6 +179,8 @@ struct sim {
 	double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op);
 	void *scale_ctx;             /* sim_set_compute_scale               */
 	const double *speed;         /* [rank], sim_set_rank_speed          */
+	void (*rank_done)(void *ctx, struct sim *sim, uint32_t rank);
+	void *rank_done_ctx;         /* sim_set_rank_done                   */
 	uint32_t absent_gen;         /* changes of `absent` so far          */
 };
 

@@ -116,6 +116,13 @@ void sim_set_rank_speed(struct sim *sim, const double *speed)
 	sim->speed = speed;
 }
 
+void sim_set_rank_done(struct sim *sim, void (*done)(void *ctx, struct sim *sim, uint32_t rank),
+		       void *ctx)
+{
+	sim->rank_done = done;
+	sim->rank_done_ctx = ctx;
+}
+
 /* A compute time of dur at rank's speed. */
 static inline sim_ps at_speed(const struct sim *sim, uint32_t rank, sim_ps dur)
 {
@@ -892,6 +899,8 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	stream_try_start(sim, rank, stream);
 	for (unsigned w = h->wakes; w; w &= w - 1)
 		stream_try_start(sim, rank, (unsigned)__builtin_ctz(w));
+	if (!r->left && sim->rank_done)
+		sim->rank_done(sim->rank_done_ctx, sim, rank);
 }
 
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)

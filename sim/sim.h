@@ -360,6 +360,15 @@ void sim_set_compute_scale(struct sim *sim,
  * GPUs' spread and stragglers.
  */
 void sim_set_rank_speed(struct sim *sim, const double *speed);
+/*
+ * Call done(ctx, sim, rank) when a rank's program has finished (its last op
+ * ended), at that time, from inside the dispatch: it may schedule events
+ * (to start the rank's next program from their handler) but must not start
+ * programs itself. NULL: no call. Several jobs on one cluster step on their
+ * own this way (parallel/jobs.c).
+ */
+void sim_set_rank_done(struct sim *sim, void (*done)(void *ctx, struct sim *sim, uint32_t rank),
+		       void *ctx);
 
 /* A group of ranks (its members in the given order); returns its id. */
 uint32_t sim_group_add(struct sim *sim, const uint32_t *ranks, uint32_t n);

@@ -432,6 +432,66 @@ START_TEST(test_compute_scale)
 }
 END_TEST
 
+/* sim_set_rank_done: each rank starts its program again from an event
+ * its done call schedules, three times in all, on its own clock: rank 0
+ * (1 us programs) does not wait for rank 1 (2 us programs). */
+struct again {
+	struct tsim *ts;
+	struct again_rank {
+		struct sim_event ev;     /* starts the rank's program again */
+		struct again *a;
+		uint32_t rank;
+		const struct sim_program *prog;
+		unsigned runs;
+		sim_ps done_at[3];
+	} r[2];
+};
+
+static void again_done(void *ctx, struct sim *sim, uint32_t rank)
+{
+	struct again_rank *r = &((struct again *)ctx)->r[rank];
+	r->done_at[r->runs++] = sim_now(sim);
+	if (r->runs < 3)
+		sim_schedule(sim, sim_now(sim), &r->ev);
+}
+
+static void again_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct again_rank *r = container_of(ev, struct again_rank, ev);
+	(void)sim;
+	tsim_start(r->a->ts, r->rank, r->prog);
+}
+
+START_TEST(test_rank_done)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0);
+	struct sim_program *p0 = sim_program_new(), *p1 = sim_program_new();
+	sim_program_compute(p0, 0, "a", 1 * US, 0, 0);
+	sim_program_compute(p1, 0, "b", 2 * US, 0, 0);
+	struct again a = { .ts = &ts };
+	for (uint32_t i = 0; i < 2; i++)
+		a.r[i] = (struct again_rank){ .ev.fire = again_fire, .a = &a, .rank = i,
+					      .prog = i ? p1 : p0 };
+	sim_set_rank_done(ts.sim, again_done, &a);
+	tsim_start(&ts, 0, p0);
+	tsim_start(&ts, 1, p1);
+	tsim_run_ok(&ts);
+	for (unsigned k = 0; k < 3; k++) {
+		ck_assert_msg(a.r[0].done_at[k] == (k + 1) * US &&
+			      a.r[1].done_at[k] == 2 * (k + 1) * US,
+			      "run %u ended at %lld and %lld ps", k, (long long)a.r[0].done_at[k],
+			      (long long)a.r[1].done_at[k]);
+	}
+	ck_assert_uint_eq(a.r[0].runs, 3);
+	ck_assert_uint_eq(a.r[1].runs, 3);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 1), 6 * US);
+	sim_program_free(p0);
+	sim_program_free(p1);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* sim_set_rank_speed: rank 0 at half speed; its three ops stay one run (one
  * event), recorded back to back at double their times. */
 START_TEST(test_rank_speed)
@@ -1217,6 +1277,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_runs);
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_rank_speed);
+	tcase_add_test(tc, test_rank_done);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
