@@ -12,6 +12,7 @@
 #ifndef PAR_TRAIN_INT_H
 #define PAR_TRAIN_INT_H
 
+#include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/train.h"
 
@@ -120,5 +121,28 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
 /* The next compute op appended waits for op too (NO_OP: nothing). */
 void par_b_wait(struct builder *b, uint32_t op);
+
+/*
+ * One job's step placed on a sim (train.c places one on a sim of its own;
+ * jobs.c several on one cluster): its programs, one per pipeline stage and
+ * CP rank, and its ranks' group slots. The job's rank r is the sim's
+ * first + r; r < n, its GPUs (the job's cluster). par_train_plan must have
+ * accepted the job.
+ */
+struct par_placed {
+	const struct par_train *t;
+	struct par_dims d;
+	uint32_t first, n;
+	uint32_t *slots;              /* n x NSLOTS group ids                 */
+	struct sim_program **progs;   /* [stage * cp + cp rank]               */
+};
+/* Build the programs and groups on sim; the ranks' memory from the start. */
+void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim, uint32_t first);
+/* Start the job's rank r on its step program now. */
+void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r);
+void par_place_free(struct par_placed *p);
+/* Tokens/s, MFU and HFU of a report from its step_time_s (and gpus,
+ * flops_per_token). */
+void par_report_rates(const struct par_train *t, struct par_report *r);
 
 #endif

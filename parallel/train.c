@@ -967,6 +967,16 @@ static double hardware_flops_per_token(const struct par_train *t, double model)
 	}
 }
 
+void par_report_rates(const struct par_train *t, struct par_report *r)
+{
+	double tokens = (double)t->training->global_batch * t->training->seq;
+	double peak = par_compute_peak(t->compute);
+	r->tokens_per_s = tokens / r->step_time_s;
+	r->mfu = r->tokens_per_s * r->flops_per_token / (r->gpus * peak);
+	r->hfu = r->tokens_per_s * hardware_flops_per_token(t, r->flops_per_token) /
+		 (r->gpus * peak);
+}
+
 /* Totals of every rank when the last step started, for the bubble. */
 struct step_marks {
 	sim_ps t0;
@@ -982,16 +992,11 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 			crit = i;
 	const struct sim_rank_stats *st = sim_rank_stats(sim, crit);
 	double steps = t->steps ? t->steps : 1;
-	double tokens = (double)t->training->global_batch * t->training->seq;
-	double peak = par_compute_peak(t->compute);
 	r->critical_rank = crit;
 	r->sim_end_ps = sim_now(sim);
 	r->events = sim_events(sim);
 	r->step_time_s = sim_ps_to_s(total) / steps;
-	r->tokens_per_s = tokens / r->step_time_s;
-	r->mfu = r->tokens_per_s * r->flops_per_token / (r->gpus * peak);
-	r->hfu = r->tokens_per_s * hardware_flops_per_token(t, r->flops_per_token) /
-		 (r->gpus * peak);
+	par_report_rates(t, r);
 	r->breakdown.compute_s = sim_ps_to_s(st->compute_ps) / steps;
 	r->breakdown.exposed_comm_s = sim_ps_to_s(st->exposed_comm_ps) / steps;
 	/* The bubble: the critical rank's idle time from the start of the (last)
@@ -1044,13 +1049,25 @@ static void member_of(const struct par_dims *d, unsigned slot, uint32_t i, struc
 	}
 }
 
+/* A group of the job's ranks (its rank r is the sim's first + r); ranks
+ * is left as it was given. */
+static uint32_t group_add(struct sim *sim, uint32_t first, uint32_t *ranks, uint32_t n)
+{
+	for (uint32_t i = 0; first && i < n; i++)
+		ranks[i] += first;
+	uint32_t id = sim_group_add(sim, ranks, n);
+	for (uint32_t i = 0; first && i < n; i++)
+		ranks[i] -= first;
+	return id;
+}
+
 /*
  * Expert groups (SPEC C24): within one stage, the DP x CP ranks of equal TP
  * index (member j = cp + C dp) split into consecutive groups of EP; the
  * expert-data-parallel group of a rank holds the ranks with its experts
  * (equal j mod EP). Without experts both are the rank alone.
  */
-static void add_expert_groups(struct sim *sim, const struct builder *b, const struct par_dims *d,
+static void add_expert_groups(struct sim *sim, uint32_t first, const struct par_dims *d,
 			      uint32_t *slots, uint32_t *ranks)
 {
 	uint32_t ep = d->ep, n = d->dp * d->cp, edp = n / ep;
@@ -1062,7 +1079,7 @@ static void add_expert_groups(struct sim *sim, const struct builder *b, const st
 					member_of(d, SLOT_DP, g * ep + i, &c);
 					ranks[i] = par_rank_of(d, &c);
 				}
-				uint32_t id = sim_group_add(sim, ranks, ep);
+				uint32_t id = group_add(sim, first, ranks, ep);
 				for (uint32_t i = 0; i < ep; i++)
 					slots[ranks[i] * NSLOTS + SLOT_EP] = id;
 			}
@@ -1071,21 +1088,21 @@ static void add_expert_groups(struct sim *sim, const struct builder *b, const st
 					member_of(d, SLOT_DP, g * ep + e, &c);
 					ranks[g] = par_rank_of(d, &c);
 				}
-				uint32_t id = sim_group_add(sim, ranks, edp);
+				uint32_t id = group_add(sim, first, ranks, edp);
 				for (uint32_t g = 0; g < edp; g++)
 					slots[ranks[g] * NSLOTS + SLOT_EDP] = id;
 			}
 		}
-	(void)b;
 }
 
 /*
  * The groups of the step: for each kind (DP, TP, PP, CP), the ranks that
  * share every other coordinate, in the order of theirs; HSDP's shard groups
  * (the DP ranks of one node) and replica groups (one per local index).
+ * Ranks and slots are the job's own; its rank r is the sim's first + r.
  */
-static void add_groups(struct sim *sim, const struct builder *b, const struct par_dims *d,
-		       uint32_t *slots)
+static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
+		       const struct par_dims *d, uint32_t *slots)
 {
 	static const unsigned kinds[] = { SLOT_DP, SLOT_TP, SLOT_PP, SLOT_CP };
 	uint32_t n = b->nranks, *ranks = xmalloc(n * sizeof(uint32_t));
@@ -1100,17 +1117,17 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 				member_of(d, kinds[k], i, &c);
 				ranks[i] = par_rank_of(d, &c);
 			}
-			uint32_t id = sim_group_add(sim, ranks, size);
+			uint32_t id = group_add(sim, first, ranks, size);
 			for (uint32_t i = 0; i < size; i++)
 				slots[ranks[i] * NSLOTS + kinds[k]] = id;
 			if (kinds[k] != SLOT_DP || b->shard < b->dpn)
 				continue;
-			id = sim_group_add(sim, ranks, size);   /* reduce-scatters */
+			id = group_add(sim, first, ranks, size);   /* reduce-scatters */
 			for (uint32_t i = 0; i < size; i++)
 				slots[ranks[i] * NSLOTS + SLOT_SHARD_RS] = id;
 		}
 	}
-	add_expert_groups(sim, b, d, slots, ranks);
+	add_expert_groups(sim, first, d, slots, ranks);
 	uint32_t g = b->shard, nodes = n / g;
 	for (uint32_t r = 0; r < n; r++)  /* without HSDP: the DP group */
 		slots[r * NSLOTS + SLOT_SHARD] = slots[r * NSLOTS + SLOT_REPLICA] =
@@ -1118,45 +1135,68 @@ static void add_groups(struct sim *sim, const struct builder *b, const struct pa
 	for (uint32_t x = 0; g < b->dpn && x < nodes; x++) {   /* HSDP (dp only) */
 		for (uint32_t j = 0; j < g; j++)
 			ranks[j] = x * g + j;
-		uint32_t id = sim_group_add(sim, ranks, g);
+		uint32_t id = group_add(sim, first, ranks, g);
 		for (uint32_t j = 0; j < g; j++)
 			slots[(x * g + j) * NSLOTS + SLOT_SHARD] = id;
-		id = sim_group_add(sim, ranks, g);              /* reduce-scatters */
+		id = group_add(sim, first, ranks, g);              /* reduce-scatters */
 		for (uint32_t j = 0; j < g; j++)
 			slots[(x * g + j) * NSLOTS + SLOT_SHARD_RS] = id;
 	}
 	for (uint32_t j = 0; g < b->dpn && j < g; j++) {
 		for (uint32_t x = 0; x < nodes; x++)
 			ranks[x] = x * g + j;
-		uint32_t id = sim_group_add(sim, ranks, nodes);
+		uint32_t id = group_add(sim, first, ranks, nodes);
 		for (uint32_t x = 0; x < nodes; x++)
 			slots[(x * g + j) * NSLOTS + SLOT_REPLICA] = id;
 	}
 	free(ranks);
 }
 
-/* Every stage's program; memory from the start for every rank. */
-static struct sim_program **build_stages(const struct par_train *t, struct sim *sim,
-					 const struct par_dims *d)
+/*
+ * Every stage's program (one per stage and CP rank: causal ring attention
+ * gives CP ranks different work; otherwise they are identical), the groups,
+ * and every rank's memory from the start.
+ */
+void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim, uint32_t first)
 {
-	/* One program per stage and CP rank: causal ring attention gives CP
-	 * ranks different work; otherwise they are identical. */
-	struct sim_program **progs = xcalloc((size_t)d->pp * d->cp, sizeof(*progs));
+	struct par_dims *d = &p->d;
+	*p = (struct par_placed){ .t = t, .first = first, .n = gpus_of(t->cluster) };
+	par_dims_of(t->layout, p->n, d);
+	struct builder b;
+	sim_program_free(build_program(t, &b, 0, 0));  /* the builder's sizes */
+	p->slots = xcalloc((size_t)p->n * NSLOTS, sizeof(uint32_t));
+	add_groups(sim, first, &b, d, p->slots);
+	p->progs = xcalloc((size_t)d->pp * d->cp, sizeof(*p->progs));
 	for (uint32_t s = 0; s < d->pp; s++)
 		for (uint32_t ci = 0; ci < d->cp; ci++) {
-			struct builder b;
 			double stat[PAR_MEM_NCATS];
-			progs[s * d->cp + ci] = build_program(t, &b, s, ci);
+			p->progs[s * d->cp + ci] = build_program(t, &b, s, ci);
 			static_memory(&b, stat);
-			for (uint32_t r = 0; r < sim_nranks(sim); r++) {
+			for (uint32_t r = 0; r < p->n; r++) {
 				struct par_coords c;
 				par_coords_of(d, r, &c);
 				for (int k = 0; c.pp == s && c.cp == ci && k < PAR_MEM_NCATS; k++)
 					if (stat[k] > 0)
-						sim_rank_mem_add(sim, r, (unsigned)k, stat[k]);
+						sim_rank_mem_add(sim, first + r, (unsigned)k, stat[k]);
 			}
 		}
-	return progs;
+}
+
+void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r)
+{
+	struct par_coords c;
+	par_coords_of(&p->d, r, &c);
+	sim_rank_start(sim, p->first + r, p->progs[c.pp * p->d.cp + c.cp],
+		       p->slots + (size_t)r * NSLOTS, NSLOTS);
+}
+
+void par_place_free(struct par_placed *p)
+{
+	for (uint32_t s = 0; p->progs && s < p->d.pp * p->d.cp; s++)
+		sim_program_free(p->progs[s]);
+	free(p->progs);
+	free(p->slots);
+	*p = (struct par_placed){ 0 };
 }
 
 /* ---- variability ---------------------------------------------------------------------- */
@@ -1260,17 +1300,16 @@ static void report_steps(double *step_s, uint32_t n, struct par_report *r)
 
 /* Run the steps one after another (each starts when the last ended); each
  * step's time into step_s. */
-static int run_steps(const struct par_train *t, struct sim *sim, const struct par_dims *d,
-		     struct sim_program **progs, const uint32_t *slots, sim_ps *end,
-		     struct step_marks *last, double *step_s)
+static int run_steps(const struct par_train *t, struct sim *sim, const struct par_placed *p,
+		     sim_ps *end, struct step_marks *last, double *step_s)
 {
-	uint32_t n = sim_nranks(sim);
+	uint32_t n = p->n;
 	int rc = 0;
 	for (uint32_t s = 0; s < (t->steps ? t->steps : 1) && rc == 0; s++) {
 		last->t0 = sim_now(sim);
 		for (uint32_t r = 0; r < n; r++) {
 			struct par_coords c;
-			par_coords_of(d, r, &c);
+			par_coords_of(&p->d, r, &c);
 			if (t->symmetry_dp && c.dp != 0) {  /* replica 0 stands for it */
 				if (s == 0)
 					sim_rank_absent(sim, r);
@@ -1278,8 +1317,7 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 			}
 			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
 			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
-			sim_rank_start(sim, r, progs[c.pp * d->cp + c.cp], slots + (size_t)r * NSLOTS,
-				       NSLOTS);
+			par_place_start(p, sim, r);
 		}
 		rc = sim_run(sim);
 		for (uint32_t r = 0; r < n; r++)
@@ -1294,8 +1332,6 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 {
 	if (par_train_plan(t, out, err, errlen) < 0)
 		return -1;
-	struct par_dims d;
-	par_dims_of(t->layout, gpus_of(t->cluster), &d);
 	uint32_t n = out->gpus;
 	struct topo *topo = topo_new(t->cluster, n, err, errlen);
 	if (!topo)
@@ -1304,11 +1340,8 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	topo_attach(topo, sim);
 	if (t->rec)
 		sim_set_recorder(sim, t->rec, t->rec_ctx);
-	struct builder b;
-	sim_program_free(build_program(t, &b, 0, 0));  /* the builder's sizes */
-	uint32_t *slots = xcalloc((size_t)n * NSLOTS, sizeof(uint32_t));
-	add_groups(sim, &b, &d, slots);
-	struct sim_program **progs = build_stages(t, sim, &d);
+	struct par_placed p;
+	par_place(&p, t, sim, 0);
 	struct step_marks last = {
 		.compute = xcalloc(n, sizeof(sim_ps)), .exposed = xcalloc(n, sizeof(sim_ps)),
 	};
@@ -1318,7 +1351,7 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	uint32_t nsteps = t->steps ? t->steps : 1;
 	double *step_s = xcalloc(nsteps, sizeof(double));
 	sim_ps t0 = sim_now(sim), end = t0;
-	int rc = run_steps(t, sim, &d, progs, slots, &end, &last, step_s);
+	int rc = run_steps(t, sim, &p, &end, &last, step_s);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(sim));
 	} else {
@@ -1334,12 +1367,9 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	var_end(sim, &vr);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
-	for (uint32_t s = 0; s < d.pp * d.cp; s++)
-		sim_program_free(progs[s]);
-	free(progs);
+	par_place_free(&p);
 	free(last.compute);
 	free(last.exposed);
-	free(slots);
 	sim_free(sim);
 	topo_free(topo);
 	return rc;
