@@ -12,6 +12,8 @@
 #ifndef PAR_TRAIN_INT_H
 #define PAR_TRAIN_INT_H
 
+#include <gsl/gsl_rng.h>
+
 #include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/train.h"
@@ -144,5 +146,20 @@ void par_place_free(struct par_placed *p);
 /* Tokens/s, MFU and HFU of a report from its step_time_s (and gpus,
  * flops_per_token). */
 void par_report_rates(const struct par_train *t, struct par_report *r);
+/* Sort the steps' times and put their count, extremes and percentiles in r. */
+void par_report_steps(double *step_s, uint32_t n, struct par_report *r);
+
+/* Variability drawn for every rank of a sim (par_var_begin), hooked into
+ * its engine until par_var_end. */
+struct par_var_state {
+	const struct par_variability *v;
+	gsl_rng *rng;
+	double *gpu;                  /* per rank: speed factor x straggler   */
+};
+int par_var_active(const struct par_variability *v);  /* NULL: no */
+/* The stragglers' ranks (the first few) go to r. */
+void par_var_begin(struct par_var_state *vr, const struct par_variability *v, uint64_t seed,
+		   struct sim *sim, struct par_report *r);
+void par_var_end(struct par_var_state *vr, struct sim *sim);  /* zeroed state: nothing */
 
 #endif

@@ -1221,22 +1221,16 @@ static double draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
 	return 1;
 }
 
-struct variability {
-	const struct par_variability *v;
-	gsl_rng *rng;
-	double *gpu;                 /* per rank: speed factor x straggler   */
-};
-
-static int var_active(const struct par_train *t)
+int par_var_active(const struct par_variability *v)
 {
-	return t->var && (t->var->jitter || t->var->gpu || t->var->stragglers);
+	return v && (v->jitter || v->gpu || v->stragglers);
 }
 
 /* The engine's compute scale: the kernel's jitter (the GPU's factor is the
  * rank's speed). */
 static double var_scale(void *ctx, uint32_t rank, const struct sim_op *op)
 {
-	struct variability *vr = ctx;
+	struct par_var_state *vr = ctx;
 	(void)rank, (void)op;
 	return draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
 }
@@ -1247,25 +1241,25 @@ static double var_scale(void *ctx, uint32_t rank, const struct sim_op *op)
  * them into the engine as the ranks' speeds, the jitter as its compute
  * scale. The stragglers' ranks go to the report.
  */
-static void var_begin(const struct par_train *t, struct sim *sim, struct variability *vr,
-		      struct par_report *r)
+void par_var_begin(struct par_var_state *vr, const struct par_variability *v, uint64_t seed,
+		   struct sim *sim, struct par_report *r)
 {
 	uint32_t n = sim_nranks(sim);
-	vr->v = t->var;
+	vr->v = v;
 	vr->rng = gsl_rng_alloc(gsl_rng_mt19937);
-	gsl_rng_set(vr->rng, (unsigned long)t->seed);
+	gsl_rng_set(vr->rng, (unsigned long)seed);
 	vr->gpu = xmalloc(n * sizeof(double));
 	for (uint32_t i = 0; i < n; i++)
-		vr->gpu[i] = draw_mean1(vr->rng, t->var->gpu, t->var->gpu_cv);
+		vr->gpu[i] = draw_mean1(vr->rng, v->gpu, v->gpu_cv);
 	r->nstragglers = 0;
-	if (t->var->stragglers) {
-		uint32_t k = t->var->stragglers, *all = xmalloc(n * sizeof(uint32_t));
+	if (v->stragglers) {
+		uint32_t k = v->stragglers, *all = xmalloc(n * sizeof(uint32_t));
 		uint32_t *pick = xmalloc(k * sizeof(uint32_t));
 		for (uint32_t i = 0; i < n; i++)
 			all[i] = i;
 		gsl_ran_choose(vr->rng, pick, k, all, n, sizeof(uint32_t));  /* in rank order */
 		for (uint32_t i = 0; i < k; i++) {
-			vr->gpu[pick[i]] *= t->var->straggler_slowdown;
+			vr->gpu[pick[i]] *= v->straggler_slowdown;
 			if (i < ARRAY_SIZE(r->stragglers))
 				r->stragglers[r->nstragglers++] = pick[i];
 		}
@@ -1273,11 +1267,11 @@ static void var_begin(const struct par_train *t, struct sim *sim, struct variabi
 		free(pick);
 	}
 	sim_set_rank_speed(sim, vr->gpu);
-	if (t->var->jitter)
+	if (v->jitter)
 		sim_set_compute_scale(sim, var_scale, vr);
 }
 
-static void var_end(struct sim *sim, struct variability *vr)
+void par_var_end(struct par_var_state *vr, struct sim *sim)
 {
 	sim_set_rank_speed(sim, NULL);
 	sim_set_compute_scale(sim, NULL, NULL);
@@ -1287,7 +1281,7 @@ static void var_end(struct sim *sim, struct variability *vr)
 }
 
 /* Percentiles of the steps' times (each step from its start to its end). */
-static void report_steps(double *step_s, uint32_t n, struct par_report *r)
+void par_report_steps(double *step_s, uint32_t n, struct par_report *r)
 {
 	gsl_sort(step_s, 1, n);
 	r->steps = n;
@@ -1345,9 +1339,9 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 	struct step_marks last = {
 		.compute = xcalloc(n, sizeof(sim_ps)), .exposed = xcalloc(n, sizeof(sim_ps)),
 	};
-	struct variability vr = { 0 };
-	if (var_active(t))
-		var_begin(t, sim, &vr, out);
+	struct par_var_state vr = { 0 };
+	if (par_var_active(t->var))
+		par_var_begin(&vr, t->var, t->seed, sim, out);
 	uint32_t nsteps = t->steps ? t->steps : 1;
 	double *step_s = xcalloc(nsteps, sizeof(double));
 	sim_ps t0 = sim_now(sim), end = t0;
@@ -1361,10 +1355,10 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 			out->step_times = xmalloc(nsteps * sizeof(double));
 			memcpy(out->step_times, step_s, nsteps * sizeof(double));
 		}
-		report_steps(step_s, nsteps, out);
+		par_report_steps(step_s, nsteps, out);
 	}
 	free(step_s);
-	var_end(sim, &vr);
+	par_var_end(&vr, sim);
 	if (rc == 0 && t->finish)
 		rc = t->finish(t->rec_ctx, sim, topo, err, errlen);
 	par_place_free(&p);

@@ -203,37 +203,18 @@ static void calibration_dir(struct scn *s)
 		snprintf(s->datadir, sizeof(s->datadir), "%s", dir);
 }
 
-static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
-		char *err, size_t errlen, int check);
-
-int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
-	     char *err, size_t errlen)
+int scn_load_kvs(struct scn *s, const char *path, const struct scn_kvs *kv,
+		 const char *const *sets, size_t nsets, uint32_t share_nodes,
+		 enum scn_check check, char *err, size_t errlen)
 {
-	return load(s, path, sets, nsets, err, errlen, 1);
-}
-
-int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets, size_t nsets,
-		       char *err, size_t errlen)
-{
-	return load(s, path, sets, nsets, err, errlen, 0);
-}
-
-static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
-		char *err, size_t errlen, int check)
-{
-	struct scn_kvs kv = { 0 };
 	scn_defaults(s);
 	snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
 	snprintf(s->datadir, sizeof(s->datadir), "%s", scn_datadir());
-	if (path && scn_yaml_read(path, &kv, err, errlen) < 0) {
-		scn_kvs_free(&kv);
-		return -1;
-	}
 	const char *label = path ? path : "--set";
 	int rc = 0;
 	struct where cw, mw;
-	const char *cp = last_value(&kv, sets, nsets, "cluster.preset", path, &cw);
-	const char *mp = last_value(&kv, sets, nsets, "model.preset", path, &mw);
+	const char *cp = last_value(kv, sets, nsets, "cluster.preset", path, &cw);
+	const char *mp = last_value(kv, sets, nsets, "model.preset", path, &mw);
 	if (!cp)
 		rc = sim_errf(err, errlen, "%s: cluster.preset: required (a file of scenarios/clusters/, "
 			  "see clustersim presets)", label);
@@ -242,24 +223,75 @@ static int load(struct scn *s, const char *path, const char *const *sets, size_t
 	if (!rc && mp)
 		rc = use_preset(s, path, "models", "model.", mp, &mw, err, errlen);
 	if (!rc)
-		rc = apply_kvs(s, label, &kv, NULL, 1, err, errlen);
+		rc = apply_kvs(s, label, kv, NULL, 1, err, errlen);
 	if (!rc)
 		rc = apply_sets(s, sets, nsets, err, errlen);
-	scn_kvs_free(&kv);
 	if (rc)
 		return -1;
+	if (share_nodes) {
+		s->cluster.nodes = share_nodes;
+		s->cluster.faults[0] = 0;
+	}
 	calibration_dir(s);
 	derive(s);
 	char why[SCN_ERRLEN];
-	if (scn_check_required(s, why, sizeof(why)) < 0 ||
-	    (check ? scn_validate(s, why, sizeof(why)) : topo_config_check(&s->cluster, why,
-									   sizeof(why))) < 0)
+	if (check == SCN_CHECK_TOP)
+		rc = topo_config_check(&s->cluster, why, sizeof(why));
+	else if (scn_check_required(s, why, sizeof(why)) < 0)
+		rc = -1;
+	else
+		rc = check == SCN_CHECK_ALL ? scn_validate(s, why, sizeof(why))
+					: topo_config_check(&s->cluster, why, sizeof(why));
+	if (rc < 0)
 		return sim_errf(err, errlen, "%s: %s", label, why);
-	if (!check)
+	if (check != SCN_CHECK_ALL)
 		return 0;
 	/* The effective configuration names the dp that auto chose. */
 	s->parallel.dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
 	return 0;
+}
+
+/* A file with a jobs list is for scn_load_jobs. */
+static int refuse_jobs(const char *path, const struct scn_kvs *kv, char *err, size_t errlen)
+{
+	if (kv->jobs_line)
+		return sim_errf(err, errlen, "%s:%d: jobs: this command takes a scenario of one "
+				"job; `clustersim run` runs several", path, kv->jobs_line);
+	for (size_t i = 0; i < kv->n; i++)
+		if (!strncmp(kv->v[i].key, "jobs", 4) && (!kv->v[i].key[4] || kv->v[i].key[4] == '.'))
+			return sim_errf(err, errlen, "%s:%d: jobs: expected a list of jobs "
+					"(\"- name: ...\" items), got a %s", path, kv->v[i].line,
+					kv->v[i].key[4] ? "mapping" : "plain value");
+	return 0;
+}
+
+static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		char *err, size_t errlen, enum scn_check check)
+{
+	struct scn_kvs kv = { 0 };
+	int rc = 0;
+	if (path && (scn_yaml_read(path, &kv, err, errlen) < 0 ||
+		     refuse_jobs(path, &kv, err, errlen) < 0))
+		rc = -1;
+	for (size_t i = 0; !rc && i < nsets; i++)
+		if (!strncmp(sets[i], "jobs.", 5))
+			rc = sim_errf(err, errlen, "--set %s: the scenario has no jobs list", sets[i]);
+	if (!rc)
+		rc = scn_load_kvs(s, path, &kv, sets, nsets, 0, check, err, errlen);
+	scn_kvs_free(&kv);
+	return rc;
+}
+
+int scn_load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+	     char *err, size_t errlen)
+{
+	return load(s, path, sets, nsets, err, errlen, SCN_CHECK_ALL);
+}
+
+int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets, size_t nsets,
+		       char *err, size_t errlen)
+{
+	return load(s, path, sets, nsets, err, errlen, SCN_CHECK_REQUIRED);
 }
 
 /* ---- checks across keys -------------------------------------------------------- */

@@ -20,6 +20,7 @@
 
 #include "parallel/config.h"
 #include "parallel/goodput.h"
+#include "parallel/jobs.h"
 #include "sim/sim.h"
 #include "topology/topo.h"
 
@@ -66,6 +67,39 @@ int scn_load(struct scn *s, const char *path, const char *const *sets, size_t ns
  * (the planner chooses those itself). */
 int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets, size_t nsets,
 		       char *err, size_t errlen);
+
+/*
+ * A scenario of several jobs on one cluster (a top-level `jobs:` list,
+ * docs/scenario.md): each job a scenario of its own on its share of the
+ * cluster (cluster.nodes = its nodes), placed from first_node.
+ */
+struct scn_job {
+	char name[64];
+	uint32_t nodes;               /* its share (GPUs on the ideal cluster)  */
+	uint32_t first_node;
+	int first_set;                /* first_node given                       */
+	struct scn s;
+};
+
+struct scn_jobs {
+	struct scn top;               /* the whole cluster, sim, variability and
+				       * failures; without a jobs list, the one
+				       * scenario, checked as scn_load does     */
+	struct scn_job *job;
+	size_t n;                     /* 0: the file has no jobs list          */
+};
+
+/*
+ * Load a scenario that may hold a jobs list. sets apply to every job, or
+ * with "jobs.I." to job I alone. 0, or -1 with err (js freed).
+ */
+int scn_load_jobs(struct scn_jobs *js, const char *path, const char *const *sets, size_t nsets,
+		  char *err, size_t errlen);
+void scn_jobs_free(struct scn_jobs *js);
+/* The effective configuration: the cluster and every job's, as JSON. */
+char *scn_jobs_json(const struct scn_jobs *js);
+/* docs/scenario.md: the keys of a job item. */
+void scn_job_keys_markdown(FILE *out);
 
 /* Set one key from text, as --set does (no validation across keys). */
 int scn_set(struct scn *s, const char *key, const char *value, char *err, size_t errlen);

@@ -1,8 +1,11 @@
 /*
  * yaml.c - read a YAML file with libyaml into a flat list of dotted keys and
  * scalar values, each with its line, so that every later error can name the
- * line. Scenarios are nested mappings of scalars; lists, aliases and
- * non-scalar keys are refused with the line where they appear.
+ * line. Scenarios are nested mappings of scalars, with one list: the
+ * top-level `jobs`, a list of mappings whose keys read "jobs.I.key" (I from
+ * 0); the list's length and line go to the result's jobs and jobs_line.
+ * Other lists, aliases and non-scalar keys are refused with the line where
+ * they appear.
  */
 #include "scenarios/scn-int.h"
 
@@ -18,7 +21,10 @@
 struct reader {
 	const char *path;
 	char *path_keys[MAX_DEPTH];  /* the mapping keys above the current one */
-	int depth;                   /* mappings open                           */
+	int depth;                   /* mappings (and the jobs list) open       */
+	int list_depth;              /* depth inside the jobs list, or 0        */
+	int list_line;               /* where it starts                         */
+	unsigned items;              /* its items so far                        */
 	char *key;                   /* a key waiting for its value, or NULL    */
 	int key_line;                /* where that key is                       */
 	struct scn_kvs *out;
@@ -107,6 +113,12 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 	case YAML_STREAM_END_EVENT:
 		return 1;
 	case YAML_MAPPING_START_EVENT:
+		if (r->depth > 0 && !r->key && r->depth == r->list_depth) {
+			if (r->depth == MAX_DEPTH)   /* an item of the jobs list */
+				return rfail(r, line, "mappings nested too deep");
+			r->path_keys[r->depth++] = xasprintf("%u", r->items++);
+			return 0;
+		}
 		if (r->depth > 0 && !r->key)
 			return rfail(r, line, "a key must be a plain name, not a mapping");
 		if (r->depth == MAX_DEPTH)
@@ -119,11 +131,20 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 	case YAML_MAPPING_END_EVENT:
 		free(r->path_keys[--r->depth]);
 		return 0;
+	case YAML_SEQUENCE_END_EVENT:       /* the jobs list */
+		free(r->path_keys[--r->depth]);
+		r->list_depth = 0;
+		r->out->jobs = r->items;
+		r->out->jobs_line = r->list_line;
+		return 0;
 	case YAML_SCALAR_EVENT: {
 		const char *v = (const char *)e->data.scalar.value;
 		if (r->depth == 0)
 			return rfail(r, line, "expected a mapping of sections (cluster, model, "
 				     "training, parallel, compute, sim), got a plain value");
+		if (!r->key && r->depth == r->list_depth)
+			return rfail(r, line, "jobs: expected each item to be a mapping of a job's "
+				     "keys (name, nodes, model, ...), got '%s'", v);
 		if (!r->key) {
 			if (!*v)
 				return rfail(r, line, "empty key");
@@ -140,8 +161,20 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 		return add_value(r, v, line);
 	}
 	case YAML_SEQUENCE_START_EVENT: {
+		if (!r->key && r->depth && r->depth == r->list_depth)
+			return rfail(r, line, "jobs: expected each item to be a mapping of a job's "
+				     "keys, got a list");
 		if (!r->key)
 			return rfail(r, line, "expected a mapping of sections, got a list");
+		if (r->depth == 1 && !strcmp(r->key, "jobs")) {
+			if (section_seen(r, line) < 0)
+				return -1;
+			r->path_keys[r->depth++] = r->key;
+			r->key = NULL;
+			r->list_depth = r->depth;
+			r->list_line = line;
+			return 0;
+		}
 		char *k = dotted(r);
 		rfail(r, line, "%s: expected a value or a mapping, got a list", k);
 		free(k);

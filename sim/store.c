@@ -173,6 +173,22 @@ static const char store_schema[] =
 	"  key TEXT NOT NULL,\n"
 	"  value TEXT NOT NULL,\n"
 	"  PRIMARY KEY (sweep_id, point, key));\n"
+	"CREATE TABLE IF NOT EXISTS jobs (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  job INTEGER NOT NULL,\n"
+	"  name TEXT NOT NULL,\n"
+	"  first_rank INTEGER, gpus INTEGER,\n"
+	"  step_time_alone_s REAL, step_time_shared_s REAL,\n"
+	"  tokens_per_s REAL, mfu REAL,\n"
+	"  peak_bytes REAL, fits INTEGER,\n"
+	"  PRIMARY KEY (run_id, job));\n"
+	"CREATE TABLE IF NOT EXISTS job_links (\n"
+	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+	"  link TEXT NOT NULL,\n"
+	"  job INTEGER NOT NULL,\n"
+	"  bw_Bps REAL,\n"
+	"  bytes REAL,\n"
+	"  PRIMARY KEY (run_id, link, job));\n"
 	"CREATE TABLE IF NOT EXISTS metrics (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 	"  name TEXT NOT NULL,\n"
@@ -207,6 +223,8 @@ enum store_stmt {
 	STMT_INSERT_COLL,
 	STMT_INSERT_MEM,
 	STMT_INSERT_METRIC,
+	STMT_INSERT_JOB,
+	STMT_INSERT_JOB_LINK,
 	STMT_END_RUN,
 	STMT_FAIL_RUN,
 	STMT_DELETE_BLOCKS,
@@ -216,6 +234,8 @@ enum store_stmt {
 	STMT_DELETE_COLLS,
 	STMT_DELETE_MEM,
 	STMT_DELETE_METRICS,
+	STMT_DELETE_JOBS,
+	STMT_DELETE_JOB_LINKS,
 	STMT_LAST_COMPLETE,
 	STMT_SWEEP_FIND,
 	STMT_SWEEP_INSERT,
@@ -248,6 +268,11 @@ static const char *const store_sql[STMT_N] = {
 			    " VALUES (?, ?, ?, ?, ?)",
 	[STMT_INSERT_METRIC] = "INSERT OR REPLACE INTO metrics (run_id, name, value)"
 			       " VALUES (?, ?, ?)",
+	[STMT_INSERT_JOB] = "INSERT INTO jobs (run_id, job, name, first_rank, gpus,"
+			    " step_time_alone_s, step_time_shared_s, tokens_per_s, mfu, peak_bytes,"
+			    " fits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_JOB_LINK] = "INSERT INTO job_links (run_id, link, job, bw_Bps, bytes)"
+				 " VALUES (?, ?, ?, ?, ?)",
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
 			 " events = ?, wall_s = ? WHERE id = ?",
 	[STMT_FAIL_RUN] = "UPDATE runs SET status = 'failed', error = ? WHERE id = ?",
@@ -258,6 +283,8 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_DELETE_COLLS] = "DELETE FROM collective_results WHERE run_id = ?",
 	[STMT_DELETE_MEM] = "DELETE FROM memory WHERE run_id = ?",
 	[STMT_DELETE_METRICS] = "DELETE FROM metrics WHERE run_id = ?",
+	[STMT_DELETE_JOBS] = "DELETE FROM jobs WHERE run_id = ?",
+	[STMT_DELETE_JOB_LINKS] = "DELETE FROM job_links WHERE run_id = ?",
 	[STMT_LAST_COMPLETE] = "SELECT max(id) FROM runs WHERE status = 'complete'",
 	[STMT_SWEEP_FIND] = "SELECT id FROM sweeps WHERE signature = ?",
 	[STMT_SWEEP_INSERT] = "INSERT INTO sweeps (created_utc, signature, command, scenario, vary)"
@@ -504,7 +531,8 @@ static int store_schema_init(struct sim_store *st, const char *path)
 	int version = 0;
 	if (store_user_version(st, path, &version) < 0)
 		return -1;
-	if (version != 0 && version != SIM_STORE_SCHEMA_VERSION)
+	/* Version 3 lacks only the jobs tables: creating the schema adds them. */
+	if (version != 0 && version != 3 && version != SIM_STORE_SCHEMA_VERSION)
 		return store_err(st, "%s: database schema version %d, but this clustersim "
 				 "(%s) reads and writes version %d; use a new database file",
 				 path, version, PACKAGE_VERSION, SIM_STORE_SCHEMA_VERSION);
@@ -1090,6 +1118,39 @@ int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row 
 	return store_row(st, s, "recording a collective result");
 }
 
+int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row)
+{
+	if (store_check_run(st, "sim_store_job") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_JOB];
+	sqlite3_bind_int64(s, 2, row->job);
+	bind_text(s, 3, row->name);
+	sqlite3_bind_int64(s, 4, row->first_rank);
+	sqlite3_bind_int64(s, 5, row->gpus);
+	if (row->fits) {
+		sqlite3_bind_double(s, 6, row->step_time_alone_s);
+		sqlite3_bind_double(s, 7, row->step_time_shared_s);
+		sqlite3_bind_double(s, 8, row->tokens_per_s);
+		sqlite3_bind_double(s, 9, row->mfu);
+	}
+	sqlite3_bind_double(s, 10, row->peak_bytes);
+	sqlite3_bind_int(s, 11, row->fits);
+	return store_row(st, s, "recording a job");
+}
+
+int sim_store_job_link(struct sim_store *st, const char *link, uint32_t job, double bw_Bps,
+		       double bytes)
+{
+	if (store_check_run(st, "sim_store_job_link") < 0)
+		return -1;
+	sqlite3_stmt *s = st->stmt[STMT_INSERT_JOB_LINK];
+	bind_text(s, 2, link);
+	sqlite3_bind_int64(s, 3, job);
+	sqlite3_bind_double(s, 4, bw_Bps);
+	sqlite3_bind_double(s, 5, bytes);
+	return store_row(st, s, "recording a job's link");
+}
+
 /*
  * Mark the run complete in the transaction of its last rows and commit, so
  * the rows and the status become visible together. After -1 (a failed write
@@ -1118,7 +1179,8 @@ static int store_delete_rows(struct sim_store *st)
 	/* Deleting a block deletes its timeline rows (trigger). */
 	static const enum store_stmt del[] = {
 		STMT_DELETE_BLOCKS, STMT_DELETE_DEFS, STMT_DELETE_RANKS, STMT_DELETE_LINKS,
-		STMT_DELETE_COLLS, STMT_DELETE_MEM, STMT_DELETE_METRICS,
+		STMT_DELETE_COLLS, STMT_DELETE_MEM, STMT_DELETE_METRICS, STMT_DELETE_JOBS,
+		STMT_DELETE_JOB_LINKS,
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(del); i++) {
 		sqlite3_stmt *s = st->stmt[del[i]];

@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 3
+#define SIM_STORE_SCHEMA_VERSION 4
 
 /* Open (creating if needed) the database at path and its schema. NULL with err. */
 struct sim_store *sim_store_open(const char *path, char *err, size_t errlen);
@@ -84,6 +84,23 @@ struct sim_store_coll_row {
 	double busbw_GBps;
 };
 int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row *row);
+
+/* One job of a run of several (a jobs row): its step times alone on its
+ * GPUs and shared with the other jobs; those stay NULL unless it fits. */
+struct sim_store_job_row {
+	uint32_t job;
+	const char *name;
+	uint32_t first_rank, gpus;
+	double step_time_alone_s, step_time_shared_s;
+	double tokens_per_s, mfu;     /* shared */
+	double peak_bytes;
+	int fits;
+};
+int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row);
+/* A link that more than one job crosses: what job moves on it per step
+ * when alone (a job_links row). */
+int sim_store_job_link(struct sim_store *st, const char *link, uint32_t job, double bw_Bps,
+		       double bytes);
 
 /* Names of the memory categories (sim_program_mem) for memory rows; the
  * strings must outlive the store. */

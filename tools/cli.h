@@ -145,6 +145,11 @@ struct par_compute_model;
 void cli_train_of(struct par_train *t, const struct scn *s,
 		  const struct par_compute_model *cm);
 
+/* `run` of a scenario with a jobs list (run_jobs.c): simulate, store (--db)
+ * and print as run does; the exit code. */
+struct scn_jobs;
+int cli_run_jobs(struct cli_args *a, struct scn_jobs *js);
+
 /*
  * Reading a stored run (cmd_export.c; also used by cmd_report.c). The
  * database is the command's first positional argument.

@@ -243,8 +243,9 @@ static int rec_ranks(struct rec_filter *f)
 	return 0;
 }
 
-/* The scenario with --fidelity and --record folded in as the last --set. */
-static int load(struct cli_args *a, struct scn *s)
+/* The scenario (with any jobs) with --fidelity, --record and --steps
+ * folded in as the last --set lines. */
+static int load(struct cli_args *a, struct scn_jobs *js)
 {
 	int nset;
 	const char **given = cli_list(a, "set", &nset);
@@ -266,7 +267,7 @@ static int load(struct cli_args *a, struct scn *s)
 		sets[n++] = steps;
 	}
 	char err[SCN_ERRLEN];
-	int rc = scn_load(s, a->pos[0], sets, n, err, sizeof(err));
+	int rc = scn_load_jobs(js, a->pos[0], sets, n, err, sizeof(err));
 	free(sets);
 	return rc < 0 ? cli_error(a, CLI_BADINPUT, "%s", err) : CLI_OK;
 }
@@ -455,10 +456,16 @@ static int run_run(struct cli_args *a)
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one scenario file (clustersim run "
 				 "SCENARIO.yaml)");
-	struct scn s;
-	int rc = load(a, &s);
+	struct scn_jobs js;
+	int rc = load(a, &js);
 	if (rc)
 		return rc;
+	if (js.n) {
+		rc = cli_run_jobs(a, &js);
+		scn_jobs_free(&js);
+		return rc;
+	}
+	struct scn s = js.top;
 	char err[1024];
 	const struct topo_gpu *gpu = topo_gpu_find(s.cluster.gpu);
 	struct par_compute_model *cm = par_compute_model_new(&s.compute, gpu,

@@ -1,0 +1,275 @@
+/*
+ * jobs.c - several jobs on one cluster: each placed on the cluster's sim
+ * from its first rank (par_place), stepping on its own clock through the
+ * engine's rank-done call, run alone and then together.
+ *
+ * Invariants of a run: every rank belongs to at most one job (job_of); a
+ * job's `left` counts its ranks still in the current step, and its `ev` is
+ * scheduled at most once, by the last of them, to start the next step at the
+ * time that one ended.
+ */
+#include "parallel/jobs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/train-int.h"
+
+/* One job in a run. */
+struct jrun {
+	struct sim_event ev;          /* starts its next step               */
+	const struct par_job *job;
+	struct par_placed p;
+	uint32_t left;                /* ranks still in the step            */
+	uint32_t timed;               /* steps timed so far                 */
+	sim_ps t0;                    /* when the step started              */
+	double *step_s;               /* [steps]                            */
+};
+
+struct jobs_run {
+	struct jrun *j;
+	size_t n;
+	uint32_t *job_of;             /* [cluster rank]: job, or NO_JOB     */
+	uint32_t steps;
+	size_t through;               /* jobs with every step timed         */
+};
+
+#define NO_JOB UINT32_MAX
+
+static uint32_t cluster_gpus(const struct topo_config *c)
+{
+	return c->kind == TOPO_IDEAL ? c->nodes : c->nodes * c->gpus_per_node;
+}
+
+static void step_begin(struct sim *sim, struct sim_event *ev)
+{
+	struct jrun *j = container_of(ev, struct jrun, ev);
+	j->t0 = sim_now(sim);
+	j->left = j->p.n;
+	for (uint32_t r = 0; r < j->p.n; r++)
+		par_place_start(&j->p, sim, r);
+}
+
+/* A rank ended its step; the job's last one times it and starts the next
+ * while any job still has steps to time. */
+static void rank_done(void *ctx, struct sim *sim, uint32_t rank)
+{
+	struct jobs_run *run = ctx;
+	BUG_ON(run->job_of[rank] == NO_JOB);
+	struct jrun *j = &run->j[run->job_of[rank]];
+	if (--j->left)
+		return;
+	if (j->timed < run->steps) {
+		j->step_s[j->timed++] = sim_ps_to_s(sim_now(sim) - j->t0);
+		run->through += j->timed == run->steps;
+	}
+	if (run->through < run->n)
+		sim_schedule(sim, sim_now(sim), &j->ev);
+}
+
+/* A link one job's traffic crossed, while it ran alone. */
+struct crossed {
+	char name[64];
+	double bw_Bps;
+	double bytes;                 /* per step */
+	uint32_t job;
+};
+
+/*
+ * Run jobs which[0..k) on a sim of the whole cluster. Each job's step times
+ * go to its report (rep[which[i]]); with `crossed`, the links the run's
+ * traffic crossed are appended to it for job which[0] (k = 1). The last run
+ * (`last`: all the jobs together, or the only job) is recorded and finished
+ * as js asks, and its totals go to out.
+ */
+static int run_some(const struct par_jobs *js, const size_t *which, size_t k, int last,
+		    struct par_report *rep, struct crossed **crossed, size_t *ncrossed,
+		    struct par_jobs_result *out, char *err, size_t errlen)
+{
+	uint32_t n = cluster_gpus(js->cluster);
+	struct topo *topo = topo_new(js->cluster, n, err, errlen);
+	if (!topo)
+		return -1;
+	struct sim *sim = sim_new(&js->sim, n, topo_sim_ops(), topo);
+	topo_attach(topo, sim);
+	if (last && js->rec)
+		sim_set_recorder(sim, js->rec, js->rec_ctx);
+	struct jobs_run run = {
+		.j = xcalloc(k, sizeof(struct jrun)), .n = k, .steps = js->steps ? js->steps : 1,
+		.job_of = xmalloc(n * sizeof(uint32_t)),
+	};
+	for (uint32_t r = 0; r < n; r++)
+		run.job_of[r] = NO_JOB;
+	for (size_t i = 0; i < k; i++) {
+		struct jrun *j = &run.j[i];
+		j->job = &js->job[which[i]];
+		j->ev.fire = step_begin;
+		j->step_s = xcalloc(run.steps, sizeof(double));
+		par_place(&j->p, &j->job->train, sim, j->job->first_rank);
+		for (uint32_t r = 0; r < j->p.n; r++)
+			run.job_of[j->job->first_rank + r] = (uint32_t)i;
+	}
+	struct par_var_state vr = { 0 };
+	struct par_report vrep = { 0 };
+	if (par_var_active(js->var))
+		par_var_begin(&vr, js->var, js->seed, sim, &vrep);
+	sim_set_rank_done(sim, rank_done, &run);
+	for (size_t i = 0; i < k; i++)
+		step_begin(sim, &run.j[i].ev);
+	int rc = sim_run(sim);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", sim_error(sim));
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		struct par_report *r = &rep[which[i]];
+		r->step_times = xmalloc(run.steps * sizeof(double));
+		memcpy(r->step_times, run.j[i].step_s, run.steps * sizeof(double));
+		double sum = 0;
+		for (uint32_t s = 0; s < run.steps; s++)
+			sum += run.j[i].step_s[s];
+		r->step_time_s = sum / run.steps;
+		par_report_rates(&run.j[i].job->train, r);
+		par_report_steps(run.j[i].step_s, run.steps, r);
+	}
+	if (rc == 0 && last) {
+		out->events = sim_events(sim);
+		out->sim_end_ps = sim_now(sim);
+		out->nstragglers = vrep.nstragglers;
+		memcpy(out->stragglers, vrep.stragglers, sizeof(out->stragglers));
+	}
+	for (uint32_t l = 0; rc == 0 && crossed && l < sim_nlinks(sim); l++) {
+		struct sim_link_stats ls;
+		sim_link_stats(sim, l, &ls);
+		if (ls.bytes <= 0)
+			continue;
+		*crossed = xreallocarray(*crossed, *ncrossed + 1, sizeof(**crossed));
+		struct crossed *c = &(*crossed)[(*ncrossed)++];
+		*c = (struct crossed){ .bw_Bps = ls.bw_Bps, .bytes = ls.bytes / run.steps,
+				       .job = (uint32_t)which[0] };
+		topo_sim_ops()->link_name(topo, ls.tag, c->name, sizeof(c->name));
+	}
+	par_var_end(&vr, sim);
+	if (rc == 0 && last && js->finish)
+		rc = js->finish(js->rec_ctx, sim, topo, err, errlen);
+	for (size_t i = 0; i < k; i++) {
+		par_place_free(&run.j[i].p);
+		free(run.j[i].step_s);
+	}
+	free(run.j);
+	free(run.job_of);
+	sim_free(sim);
+	topo_free(topo);
+	return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct crossed *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->job > y->job) - (x->job < y->job);
+}
+
+/* The links more than one job crossed alone, by name. */
+static void shared_links(struct crossed *c, size_t n, struct par_jobs_result *out)
+{
+	if (n)
+		qsort(c, n, sizeof(*c), by_name);
+	for (size_t i = 0, e; i < n; i = e) {
+		for (e = i + 1; e < n && !strcmp(c[e].name, c[i].name); e++)
+			;
+		if (e - i < 2)
+			continue;
+		out->links = xreallocarray(out->links, out->nlinks + 1, sizeof(*out->links));
+		struct par_link_share *l = &out->links[out->nlinks++];
+		*l = (struct par_link_share){ .bw_Bps = c[i].bw_Bps };
+		snprintf(l->name, sizeof(l->name), "%s", c[i].name);
+		for (size_t k = i; k < e; k++)
+			l->bytes[c[k].job] = c[k].bytes;
+	}
+}
+
+int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
+		  size_t errlen)
+{
+	*out = (struct par_jobs_result){ 0 };
+	if (js->n < 1 || js->n > PAR_MAX_JOBS)
+		return sim_errf(err, errlen, "jobs: expected 1 to %d jobs, got %zu", PAR_MAX_JOBS,
+				js->n);
+	out->alone = xcalloc(js->n, sizeof(struct par_report));
+	out->shared = xcalloc(js->n, sizeof(struct par_report));
+	uint32_t total = cluster_gpus(js->cluster);
+	char why[1024];
+	for (size_t i = 0; i < js->n; i++) {
+		const struct par_job *j = &js->job[i];
+		if (par_train_plan(&j->train, &out->alone[i], why, sizeof(why)) < 0)
+			return sim_errf(err, errlen, "job %s: %s", j->name, why);
+		out->shared[i] = out->alone[i];
+		uint32_t end = j->first_rank + out->alone[i].gpus;
+		if (end > total || end < j->first_rank)
+			return sim_errf(err, errlen, "job %s: GPUs %u to %u, but the cluster has %u",
+					j->name, j->first_rank, end - 1, total);
+		for (size_t k = 0; k < i; k++) {
+			const struct par_job *o = &js->job[k];
+			if (j->first_rank < o->first_rank + out->alone[k].gpus &&
+			    o->first_rank < end)
+				return sim_errf(err, errlen, "job %s: its GPUs (%u to %u) overlap "
+						"job %s's (%u to %u)", j->name, j->first_rank,
+						end - 1, o->name, o->first_rank,
+						o->first_rank + out->alone[k].gpus - 1);
+		}
+		if (j->train.symmetry_dp)
+			return sim_errf(err, errlen, "job %s: sim.symmetry: dp does not apply to "
+					"several jobs (the replicas' traffic is what they share)",
+					j->name);
+	}
+	if (js->n > 1 && js->sim.fidelity != SIM_FIDELITY_FLOW)
+		return sim_errf(err, errlen, "jobs: jobs share links in flow fidelity only; "
+				"set sim.fidelity: flow");
+	return 0;
+}
+
+int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen)
+{
+	if (par_jobs_plan(js, out, err, errlen) < 0)
+		return -1;
+	struct crossed *crossed = NULL;
+	size_t ncrossed = 0, all[PAR_MAX_JOBS];
+	int rc = 0;
+	char why[1024];
+	for (size_t i = 0; i < js->n && rc == 0; i++) {
+		all[i] = i;
+		rc = run_some(js, &i, 1, js->n == 1, out->alone, &crossed, &ncrossed, out, why, sizeof(why));
+		if (rc < 0)
+			sim_errf(err, errlen, "job %s alone: %s", js->job[i].name, why);
+	}
+	if (rc == 0 && js->n > 1) {
+		rc = run_some(js, all, js->n, 1, out->shared, NULL, NULL, out, why, sizeof(why));
+		if (rc < 0)
+			sim_errf(err, errlen, "the jobs together: %s", why);
+	}
+	if (rc == 0 && js->n == 1) {  /* alone is all there is */
+		free(out->shared[0].step_times);
+		out->shared[0] = out->alone[0];
+		out->shared[0].step_times = NULL;
+		if (out->alone[0].step_times) {
+			size_t bytes = out->alone[0].steps * sizeof(double);
+			out->shared[0].step_times = memcpy(xmalloc(bytes), out->alone[0].step_times,
+							   bytes);
+		}
+	}
+	if (rc == 0)
+		shared_links(crossed, ncrossed, out);
+	free(crossed);
+	return rc;
+}
+
+void par_jobs_result_free(struct par_jobs_result *r, size_t njobs)
+{
+	for (size_t i = 0; i < njobs && r->alone; i++) {
+		free(r->alone[i].step_times);
+		free(r->shared[i].step_times);
+	}
+	free(r->alone);
+	free(r->shared);
+	free(r->links);
+	*r = (struct par_jobs_result){ 0 };
+}

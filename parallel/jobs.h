@@ -1,0 +1,85 @@
+/*
+ * jobs.h - several training jobs on one cluster (a scenario's `jobs:` list):
+ * each its own model, layout and nodes, their traffic on the links it
+ * crosses. Each job runs alone on its nodes, then all of them together, and
+ * the report gives each job's step time both ways and the links that more
+ * than one job's traffic crosses.
+ *
+ * Jobs step on their own clocks: a job starts its next step as soon as its
+ * last rank ends the last one, whatever the others do. Every job's first
+ * sim.steps steps are timed; a job that is through keeps stepping (untimed)
+ * until every job is, so that each timed step meets the others' traffic.
+ *
+ * The caller owns the jobs and their configurations; a result's arrays are
+ * the result's (par_jobs_result_free).
+ */
+#ifndef PAR_JOBS_H
+#define PAR_JOBS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parallel/train.h"
+
+/* Most jobs in one scenario. */
+#define PAR_MAX_JOBS 16
+
+/* One job: its step as a scenario of its own (the cluster it sees is its
+ * share: its nodes), and where that share starts on the cluster. */
+struct par_job {
+	const char *name;
+	struct par_train train;
+	uint32_t first_rank;         /* its rank 0 is the cluster's GPU first_rank */
+};
+
+struct par_jobs {
+	const struct par_job *job;
+	size_t n;
+	const struct topo_config *cluster;  /* the whole cluster              */
+	struct sim_config sim;              /* flow fidelity: links are shared */
+	uint32_t steps;                     /* timed steps of each job (>= 1)  */
+	uint64_t seed;                      /* variability draws               */
+	const struct par_variability *var;  /* over the cluster's GPUs, or NULL */
+	/* The run together: its recorder (ranks are the cluster's) and a call
+	 * once its steps have run, before its sim is freed; either may be NULL. */
+	const struct sim_recorder_ops *rec;
+	void *rec_ctx;
+	int (*finish)(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen);
+};
+
+/* A link that more than one job's traffic crosses, and what each moves on
+ * it per step when alone (0 for a job that does not cross it). */
+struct par_link_share {
+	char name[64];
+	double bw_Bps;
+	double bytes[PAR_MAX_JOBS];
+};
+
+struct par_jobs_result {
+	/* Per job: its plan (memory, parameters) with its step times alone on
+	 * its nodes and shared with the others; step_times is each timed
+	 * shared step's, in order. */
+	struct par_report *alone, *shared;
+	struct par_link_share *links;        /* by name */
+	size_t nlinks;
+	uint64_t events;                     /* of the run together */
+	sim_ps sim_end_ps;
+	uint32_t stragglers[8];              /* cluster ranks, the first few */
+	uint32_t nstragglers;
+};
+
+/*
+ * Check every job (par_train_plan) and the placement: each job's GPUs lie on
+ * the cluster and no two overlap. Fills each job's plan into out->alone and
+ * out->shared (allocated here) without running anything. 0, or -1 with err
+ * naming the job.
+ */
+int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
+		  size_t errlen);
+
+/* Plan, then run every job alone and all together. 0, or -1 with err. */
+int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen);
+
+void par_jobs_result_free(struct par_jobs_result *r, size_t njobs);
+
+#endif
