@@ -168,7 +168,23 @@ static int by_name(const void *a, const void *b)
 	return c ? c : (x->job > y->job) - (x->job < y->job);
 }
 
-/* The links more than one job crossed alone, by name. */
+static double link_total(const struct par_link_share *l)
+{
+	double sum = 0;
+	for (int i = 0; i < PAR_MAX_JOBS; i++)
+		sum += l->bytes[i];
+	return sum;
+}
+
+/* Busiest first (bytes of all jobs), then by name. */
+static int by_bytes(const void *a, const void *b)
+{
+	const struct par_link_share *x = a, *y = b;
+	double bx = link_total(x), by = link_total(y);
+	return bx != by ? (bx < by) - (bx > by) : strcmp(x->name, y->name);
+}
+
+/* The links more than one job crossed alone, busiest first. */
 static void shared_links(struct crossed *c, size_t n, struct par_jobs_result *out)
 {
 	if (n)
@@ -185,6 +201,8 @@ static void shared_links(struct crossed *c, size_t n, struct par_jobs_result *ou
 		for (size_t k = i; k < e; k++)
 			l->bytes[c[k].job] = c[k].bytes;
 	}
+	if (out->nlinks)
+		qsort(out->links, out->nlinks, sizeof(*out->links), by_bytes);
 }
 
 int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,

@@ -60,7 +60,7 @@ struct par_jobs_result {
 	 * its nodes and shared with the others; step_times is each timed
 	 * shared step's, in order. */
 	struct par_report *alone, *shared;
-	struct par_link_share *links;        /* by name */
+	struct par_link_share *links;        /* busiest first, then by name */
 	size_t nlinks;
 	uint64_t events;                     /* of the run together */
 	sim_ps sim_end_ps;

@@ -294,12 +294,14 @@ void scn_jobs_free(struct scn_jobs *js)
 
 char *scn_jobs_json(const struct scn_jobs *js)
 {
-	char cluster[4096];
-	topo_config_json(&js->top.cluster, cluster, sizeof(cluster));
-	char *out = xasprintf("{\"cluster\":%s,\"jobs\":[", cluster);
+	char *out = scn_json(&js->top);
+	out[strlen(out) - 1] = 0;  /* its closing brace: the jobs go inside */
+	char *next = xasprintf("%s,\"jobs\":[", out);
+	free(out);
+	out = next;
 	for (size_t i = 0; i < js->n; i++) {
 		const struct scn_job *j = &js->job[i];
-		char *cfg = scn_json(&j->s), *next;
+		char *cfg = scn_json(&j->s);
 		next = xasprintf("%s%s{\"name\":\"%s\",\"nodes\":%u,\"first_node\":%u,"
 				 "\"scenario\":%s}", out, i ? "," : "", j->name, j->nodes,
 				 j->first_node, cfg);
@@ -307,9 +309,9 @@ char *scn_jobs_json(const struct scn_jobs *js)
 		free(out);
 		out = next;
 	}
-	char *all = xasprintf("%s]}", out);
+	next = xasprintf("%s]}", out);
 	free(out);
-	return all;
+	return next;
 }
 
 void scn_job_keys_markdown(FILE *out)

@@ -96,7 +96,9 @@ struct scn_jobs {
 int scn_load_jobs(struct scn_jobs *js, const char *path, const char *const *sets, size_t nsets,
 		  char *err, size_t errlen);
 void scn_jobs_free(struct scn_jobs *js);
-/* The effective configuration: the cluster and every job's, as JSON. */
+/* The effective configuration: the top level's keys as scn_json prints them
+ * (the cluster, sim, variability and failures are the run's), and "jobs":
+ * [{name, nodes, first_node, scenario: the job's scn_json}]. */
 char *scn_jobs_json(const struct scn_jobs *js);
 /* docs/scenario.md: the keys of a job item. */
 void scn_job_keys_markdown(FILE *out);

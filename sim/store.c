@@ -177,10 +177,14 @@ static const char store_schema[] =
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
 	"  job INTEGER NOT NULL,\n"
 	"  name TEXT NOT NULL,\n"
-	"  first_rank INTEGER, gpus INTEGER,\n"
-	"  step_time_alone_s REAL, step_time_shared_s REAL,\n"
-	"  tokens_per_s REAL, mfu REAL,\n"
-	"  peak_bytes REAL, fits INTEGER,\n"
+	"  model TEXT, strategy TEXT,\n"
+	"  first_node INTEGER, nodes INTEGER, first_rank INTEGER, gpus INTEGER,\n"
+	"  dp INTEGER, tp INTEGER, pp INTEGER, cp INTEGER,\n"
+	"  params REAL, peak_bytes REAL, capacity_bytes REAL, fits INTEGER,\n"
+	"  alone_step_time_s REAL, alone_p50_s REAL, alone_p90_s REAL, alone_p99_s REAL,\n"
+	"  alone_tokens_per_s REAL, alone_mfu REAL,\n"
+	"  shared_step_time_s REAL, shared_p50_s REAL, shared_p90_s REAL, shared_p99_s REAL,\n"
+	"  shared_tokens_per_s REAL, shared_mfu REAL,\n"
 	"  PRIMARY KEY (run_id, job));\n"
 	"CREATE TABLE IF NOT EXISTS job_links (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -268,9 +272,13 @@ static const char *const store_sql[STMT_N] = {
 			    " VALUES (?, ?, ?, ?, ?)",
 	[STMT_INSERT_METRIC] = "INSERT OR REPLACE INTO metrics (run_id, name, value)"
 			       " VALUES (?, ?, ?)",
-	[STMT_INSERT_JOB] = "INSERT INTO jobs (run_id, job, name, first_rank, gpus,"
-			    " step_time_alone_s, step_time_shared_s, tokens_per_s, mfu, peak_bytes,"
-			    " fits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_JOB] = "INSERT INTO jobs (run_id, job, name, model, strategy, first_node,"
+			    " nodes, first_rank, gpus, dp, tp, pp, cp, params, peak_bytes,"
+			    " capacity_bytes, fits, alone_step_time_s, alone_p50_s, alone_p90_s,"
+			    " alone_p99_s, alone_tokens_per_s, alone_mfu, shared_step_time_s,"
+			    " shared_p50_s, shared_p90_s, shared_p99_s, shared_tokens_per_s,"
+			    " shared_mfu) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+			    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_JOB_LINK] = "INSERT INTO job_links (run_id, link, job, bw_Bps, bytes)"
 				 " VALUES (?, ?, ?, ?, ?)",
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
@@ -1118,23 +1126,36 @@ int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row 
 	return store_row(st, s, "recording a collective result");
 }
 
+/* Bind a job's steps from column i on (six columns). */
+static void bind_job_steps(sqlite3_stmt *s, int i, const struct sim_store_job_steps *st)
+{
+	const double v[] = { st->step_time_s, st->p50_s, st->p90_s, st->p99_s, st->tokens_per_s,
+			     st->mfu };
+	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
+		sqlite3_bind_double(s, i + (int)k, v[k]);
+}
+
 int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row)
 {
 	if (store_check_run(st, "sim_store_job") < 0)
 		return -1;
 	sqlite3_stmt *s = st->stmt[STMT_INSERT_JOB];
+	const uint32_t place[] = { row->first_node, row->nodes, row->first_rank, row->gpus,
+				   row->dp, row->tp, row->pp, row->cp };
 	sqlite3_bind_int64(s, 2, row->job);
+	for (int i = 0; i < (int)ARRAY_SIZE(place); i++)  /* columns 6 to 13 */
+		sqlite3_bind_int64(s, 6 + i, place[i]);
 	bind_text(s, 3, row->name);
-	sqlite3_bind_int64(s, 4, row->first_rank);
-	sqlite3_bind_int64(s, 5, row->gpus);
+	bind_text(s, 4, row->model);
+	bind_text(s, 5, row->strategy);
+	sqlite3_bind_double(s, 14, row->params);
+	sqlite3_bind_double(s, 15, row->peak_bytes);
+	sqlite3_bind_double(s, 16, row->capacity_bytes);
+	sqlite3_bind_int(s, 17, row->fits);
 	if (row->fits) {
-		sqlite3_bind_double(s, 6, row->step_time_alone_s);
-		sqlite3_bind_double(s, 7, row->step_time_shared_s);
-		sqlite3_bind_double(s, 8, row->tokens_per_s);
-		sqlite3_bind_double(s, 9, row->mfu);
+		bind_job_steps(s, 18, &row->alone);
+		bind_job_steps(s, 24, &row->shared);
 	}
-	sqlite3_bind_double(s, 10, row->peak_bytes);
-	sqlite3_bind_int(s, 11, row->fits);
 	return store_row(st, s, "recording a job");
 }
 

@@ -85,16 +85,20 @@ struct sim_store_coll_row {
 };
 int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row *row);
 
-/* One job of a run of several (a jobs row): its step times alone on its
- * GPUs and shared with the other jobs; those stay NULL unless it fits. */
+/* One job of a run of several (a jobs row): where it runs, its layout and
+ * memory, and its steps alone on its GPUs and shared with the other jobs
+ * (written as NULL unless it fits). */
+struct sim_store_job_steps {
+	double step_time_s, p50_s, p90_s, p99_s, tokens_per_s, mfu;
+};
 struct sim_store_job_row {
 	uint32_t job;
-	const char *name;
-	uint32_t first_rank, gpus;
-	double step_time_alone_s, step_time_shared_s;
-	double tokens_per_s, mfu;     /* shared */
-	double peak_bytes;
+	char name[64], model[64], strategy[8];
+	uint32_t first_node, nodes, first_rank, gpus;
+	uint32_t dp, tp, pp, cp;
+	double params, peak_bytes, capacity_bytes;
 	int fits;
+	struct sim_store_job_steps alone, shared;
 };
 int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row);
 /* A link that more than one job crosses: what job moves on it per step

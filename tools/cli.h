@@ -150,6 +150,27 @@ void cli_train_of(struct par_train *t, const struct scn *s,
 struct scn_jobs;
 int cli_run_jobs(struct cli_args *a, struct scn_jobs *js);
 
+/* A run of several jobs as `run` prints it and `report` prints it again:
+ * the cluster line, each job's lines and the shared links (text; the
+ * caller prints the first line and the variability line), or the JSON. */
+struct sim_store_job_row;
+struct par_link_share;
+struct cli_jobs_view {
+	const char *gpu, *preset, *fidelity;
+	unsigned gpus, steps;
+	int ideal;                              /* jobs placed by GPU       */
+	const struct sim_store_job_row *job;
+	size_t n;
+	const struct par_link_share *links;     /* busiest first            */
+	size_t nlinks;
+	const unsigned *stragglers;
+	unsigned nstragglers;
+	unsigned long long events;
+	double wall_s;
+};
+void cli_jobs_text(const struct cli_jobs_view *v);
+void cli_jobs_json(const struct cli_jobs_view *v);
+
 /*
  * Reading a stored run (cmd_export.c; also used by cmd_report.c). The
  * database is the command's first positional argument.

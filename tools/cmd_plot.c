@@ -632,17 +632,29 @@ static char *run_label(struct plotctx *c, long long run)
 	return xstrdup(buf);
 }
 
-/* A run's step times, sorted; their number in *n (0: none stored). */
-static double *run_steps(struct plotctx *c, long long run, size_t *n)
+/* One line of the drawing: the steps of a run, or of one job of a run of
+ * several, alone or shared (metrics named prefix + step number). */
+struct steps_line {
+	long long run;
+	char prefix[112];           /* "step.", "job.NAME.step.", "job.NAME.alone.step." */
+	char *label;
+};
+
+/* A line's step times, sorted; their number in *n (0: none stored). */
+static double *line_steps(struct plotctx *c, const struct steps_line *l, size_t *n)
 {
 	sqlite3_stmt *q;
 	double *v = NULL;
 	size_t cap = 0;
 	*n = 0;
-	if (sqlite3_prepare_v2(c->db, "SELECT value FROM metrics WHERE run_id = ? AND name LIKE "
-			       "'step.%' AND value IS NOT NULL ORDER BY value", -1, &q, NULL) != SQLITE_OK)
+	/* The prefix, then digits only (job names may hold '.' and '_'). */
+	if (sqlite3_prepare_v2(c->db, "SELECT value FROM metrics WHERE run_id = ?1 AND "
+			       "substr(name, 1, length(?2)) = ?2 AND substr(name, length(?2) + 1) "
+			       "GLOB '[0-9]*' AND NOT substr(name, length(?2) + 1) GLOB '*[^0-9]*' "
+			       "AND value IS NOT NULL ORDER BY value", -1, &q, NULL) != SQLITE_OK)
 		return NULL;
-	sqlite3_bind_int64(q, 1, run);
+	sqlite3_bind_int64(q, 1, l->run);
+	sqlite3_bind_text(q, 2, l->prefix, -1, SQLITE_STATIC);
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		if (*n == cap)
 			v = xreallocarray(v, cap = cap ? 2 * cap : 64, sizeof(double));
@@ -650,6 +662,41 @@ static double *run_steps(struct plotctx *c, long long run, size_t *n)
 	}
 	sqlite3_finalize(q);
 	return v;
+}
+
+static void add_line(struct steps_line **lines, size_t *n, long long run, const char *prefix,
+		     char *label)
+{
+	*lines = xreallocarray(*lines, *n + 1, sizeof(**lines));
+	struct steps_line *l = &(*lines)[(*n)++];
+	*l = (struct steps_line){ .run = run, .label = label };
+	snprintf(l->prefix, sizeof(l->prefix), "%s", prefix);
+}
+
+/* A run's lines: its steps, or for a run of several jobs each job's steps
+ * alone and shared (from its jobs rows). */
+static int run_lines(struct plotctx *c, long long run, struct steps_line **lines, size_t *n)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(c->db, "SELECT name FROM jobs WHERE run_id = ? ORDER BY job", -1, &q,
+			       NULL) != SQLITE_OK)
+		return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
+				 sqlite3_errmsg(c->db));
+	sqlite3_bind_int64(q, 1, run);
+	size_t before = *n;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		char prefix[112];
+		for (int alone = 1; name && alone >= 0; alone--) {
+			snprintf(prefix, sizeof(prefix), "job.%s.%sstep.", name, alone ? "alone." : "");
+			add_line(lines, n, run, prefix, xasprintf("run %lld job %s %s", run, name,
+								  alone ? "alone" : "shared"));
+		}
+	}
+	sqlite3_finalize(q);
+	if (*n == before)
+		add_line(lines, n, run, "step.", run_label(c, run));
+	return CLI_OK;
 }
 
 /* The runs to draw: --run's, or every complete run with 2 steps or more. */
@@ -675,7 +722,8 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(c->db, "SELECT r.id FROM runs r WHERE r.status = 'complete' AND "
 			       "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND "
-			       "m.name = 'step.1') ORDER BY r.id", -1, &q, NULL) != SQLITE_OK)
+			       "(m.name = 'step.1' OR m.name GLOB 'job.*.step.1')) ORDER BY r.id", -1, &q,
+			       NULL) != SQLITE_OK)
 		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
 				 sqlite3_errmsg(c->db));
 	size_t cap = 0;
@@ -696,18 +744,20 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 static int plot_steps(struct plotctx *c)
 {
 	long long *runs;
-	size_t nruns;
+	size_t nruns, nl = 0;
+	struct steps_line *sl = NULL;
 	int rc = step_runs(c, &runs, &nruns);
-	struct plot_line *lines = xcalloc(nruns ? nruns : 1, sizeof(*lines));
-	struct plot_point **pts = xcalloc(nruns ? nruns : 1, sizeof(*pts));
-	char **labels = xcalloc(nruns ? nruns : 1, sizeof(*labels));
-	for (size_t i = 0; rc == CLI_OK && i < nruns; i++) {
+	for (size_t i = 0; rc == CLI_OK && i < nruns; i++)
+		rc = run_lines(c, runs[i], &sl, &nl);
+	struct plot_line *lines = xcalloc(nl ? nl : 1, sizeof(*lines));
+	struct plot_point **pts = xcalloc(nl ? nl : 1, sizeof(*pts));
+	for (size_t i = 0; rc == CLI_OK && i < nl; i++) {
 		size_t n;
-		double *v = run_steps(c, runs[i], &n);
+		double *v = line_steps(c, &sl[i], &n);
 		if (n < 2) {
 			free(v);
 			rc = cli_error(c->a, CLI_BADINPUT, "option --run: run %lld has %zu stored "
-				       "step time%s: run it with --steps N (N >= 2) and --db", runs[i],
+				       "step time%s: run it with --steps N (N >= 2) and --db", sl[i].run,
 				       n, n == 1 ? "" : "s");
 			break;
 		}
@@ -715,8 +765,7 @@ static int plot_steps(struct plotctx *c)
 		for (size_t k = 0; k < n; k++)
 			pts[i][k] = (struct plot_point){ .x = v[k], .y = (double)(k + 1) / n, .ok = 1 };
 		free(v);
-		labels[i] = run_label(c, runs[i]);
-		lines[i] = (struct plot_line){ .label = labels[i], .pts = pts[i], .n = n };
+		lines[i] = (struct plot_line){ .label = sl[i].label, .pts = pts[i], .n = n };
 	}
 	if (rc == CLI_OK) {
 		const char *path = cli_str(c->a, "svg", "-");
@@ -728,7 +777,7 @@ static int plot_steps(struct plotctx *c)
 			.title = "Step-time distribution", .command = cmd,
 			.xkind = PLOT_X_TIME, .xtitle = "step time",
 			.ytitle = "share of steps at or below (fraction)", .legend_title = "runs",
-			.lines = lines, .nlines = nruns,
+			.lines = lines, .nlines = nl,
 		};
 		if (!f)
 			rc = cli_error(c->a, CLI_BADINPUT, "option --svg: cannot write '%s': %s",
@@ -737,10 +786,10 @@ static int plot_steps(struct plotctx *c)
 			rc = cli_error(c->a, CLI_FAIL, "option --svg: error writing '%s'", path);
 		free(cmd);
 	}
-	for (size_t i = 0; i < nruns; i++)
-		free(pts[i]), free(labels[i]);
+	for (size_t i = 0; i < nl; i++)
+		free(pts[i]), free(sl[i].label);
 	free(pts);
-	free(labels);
+	free(sl);
 	free(lines);
 	free(runs);
 	return rc;

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/jobs.h"
 #include "parallel/train.h"
+#include "sim/store.h"
 #include "sim/util.h"
 
 static const struct cli_opt report_opts[] = {
@@ -475,6 +477,128 @@ static int print_collective(struct report *r, int json)
 	return rc == SQLITE_DONE ? CLI_OK : db_fail(r);
 }
 
+/* ---- a run of several jobs ----------------------------------------------------------- */
+
+/* Columns from i on as a job's steps (six). */
+static void job_steps(sqlite3_stmt *q, int i, struct sim_store_job_steps *out)
+{
+	*out = (struct sim_store_job_steps){
+		sqlite3_column_double(q, i), sqlite3_column_double(q, i + 1),
+		sqlite3_column_double(q, i + 2), sqlite3_column_double(q, i + 3),
+		sqlite3_column_double(q, i + 4), sqlite3_column_double(q, i + 5),
+	};
+}
+
+static void column_str(sqlite3_stmt *q, int i, char *buf, size_t len)
+{
+	const char *t = (const char *)sqlite3_column_text(q, i);
+	snprintf(buf, len, "%s", t ? t : "");
+}
+
+/* The jobs rows, in order; CLI_OK or an error printed. */
+static int read_jobs(struct report *r, struct sim_store_job_row *job, size_t *n)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(r->db, "SELECT job, name, model, strategy, first_node, nodes, "
+			       "first_rank, gpus, dp, tp, pp, cp, params, peak_bytes, capacity_bytes, "
+			       "fits, alone_step_time_s, alone_p50_s, alone_p90_s, alone_p99_s, "
+			       "alone_tokens_per_s, alone_mfu, shared_step_time_s, shared_p50_s, "
+			       "shared_p90_s, shared_p99_s, shared_tokens_per_s, shared_mfu FROM jobs "
+			       "WHERE run_id = ?1 ORDER BY job", -1, &q, NULL) != SQLITE_OK)
+		return db_fail(r);
+	sqlite3_bind_int64(q, 1, r->run);
+	int rc;
+	for (*n = 0; (rc = sqlite3_step(q)) == SQLITE_ROW && *n < PAR_MAX_JOBS; (*n)++) {
+		struct sim_store_job_row *j = &job[*n];
+		uint32_t *u[] = { &j->first_node, &j->nodes, &j->first_rank, &j->gpus, &j->dp,
+				  &j->tp, &j->pp, &j->cp };
+		j->job = (uint32_t)sqlite3_column_int(q, 0);
+		column_str(q, 1, j->name, sizeof(j->name));
+		column_str(q, 2, j->model, sizeof(j->model));
+		column_str(q, 3, j->strategy, sizeof(j->strategy));
+		for (size_t k = 0; k < ARRAY_SIZE(u); k++)
+			*u[k] = (uint32_t)sqlite3_column_int64(q, 4 + (int)k);
+		j->params = sqlite3_column_double(q, 12);
+		j->peak_bytes = sqlite3_column_double(q, 13);
+		j->capacity_bytes = sqlite3_column_double(q, 14);
+		j->fits = sqlite3_column_int(q, 15);
+		job_steps(q, 16, &j->alone);
+		job_steps(q, 22, &j->shared);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CLI_OK : db_fail(r);
+}
+
+/* The job_links rows as links, busiest first (as run orders them). */
+static int read_links(struct report *r, struct par_link_share **links, size_t *n)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(r->db, "SELECT l.link, l.job, l.bw_Bps, l.bytes FROM job_links l "
+			       "JOIN (SELECT link, sum(bytes) AS total FROM job_links WHERE run_id = ?1 "
+			       "GROUP BY link) t USING (link) WHERE l.run_id = ?1 "
+			       "ORDER BY t.total DESC, l.link, l.job", -1, &q, NULL) != SQLITE_OK)
+		return db_fail(r);
+	sqlite3_bind_int64(q, 1, r->run);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		unsigned job = (unsigned)sqlite3_column_int(q, 1);
+		if (!name || job >= PAR_MAX_JOBS)
+			continue;
+		if (!*n || strcmp((*links)[*n - 1].name, name)) {
+			*links = xreallocarray(*links, *n + 1, sizeof(**links));
+			(*links)[(*n)++] = (struct par_link_share){ .bw_Bps = sqlite3_column_double(q, 2) };
+			snprintf((*links)[*n - 1].name, sizeof((*links)[0].name), "%s", name);
+		}
+		(*links)[*n - 1].bytes[job] = sqlite3_column_double(q, 3);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? CLI_OK : db_fail(r);
+}
+
+/* The report of `clustersim run` on a scenario with a jobs list. */
+static int print_jobs(struct report *r, int json)
+{
+	struct sim_store_job_row job[PAR_MAX_JOBS];
+	struct par_link_share *links = NULL;
+	size_t n = 0, nlinks = 0;
+	int rc = read_jobs(r, job, &n);
+	if (rc == CLI_OK)
+		rc = read_links(r, &links, &nlinks);
+	if (rc != CLI_OK) {
+		free(links);
+		return rc;
+	}
+	char gpu[32], preset[64], topo[32], fid[16];
+	unsigned stragglers[8], ns = metric_u(r, "stragglers.n");
+	ns = ns < ARRAY_SIZE(stragglers) ? ns : ARRAY_SIZE(stragglers);
+	for (unsigned i = 0; i < ns; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "straggler.%u", i);
+		stragglers[i] = metric_u(r, name);
+	}
+	int ideal = !strcmp(cfg_str(r, "cluster.topology", topo, sizeof(topo)), "ideal");
+	struct cli_jobs_view v = {
+		.gpu = cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
+		.preset = cfg_str(r, "cluster.preset", preset, sizeof(preset)),
+		.fidelity = cfg_str(r, "sim.fidelity", fid, sizeof(fid)),
+		.gpus = cfg_u(r, "cluster.nodes") * (ideal ? 1 : cfg_u(r, "cluster.gpus_per_node")),
+		.steps = metric_u(r, "steps"), .ideal = ideal, .job = job, .n = n, .links = links,
+		.nlinks = nlinks, .stragglers = stragglers, .nstragglers = ns,
+		.events = (unsigned long long)metric(r, "run.events"), .wall_s = metric(r, "run.wall_s"),
+	};
+	if (json) {
+		cli_jobs_json(&v);
+	} else {
+		printf("clustersim report: run %lld of %s: %s\n", r->run, r->a->pos[0],
+		       r->command ? r->command : "(command not recorded)");
+		cli_jobs_text(&v);
+		text_variability(r);
+	}
+	free(links);
+	return CLI_OK;
+}
+
 /* ---- the command ------------------------------------------------------------------- */
 
 /* Print the run's report: a collective's table, else clustersim run's. */
@@ -490,6 +614,8 @@ static int report_print(struct report *r)
 	if (!any)
 		return cli_error(r->a, CLI_BADINPUT, "run %lld of %s stored no report (its metrics "
 				 "table has no rows)", r->run, r->a->pos[0]);
+	if (metric(r, "jobs") > 0)
+		return print_jobs(r, json);
 	if (json)
 		print_json(r);
 	else

@@ -4,6 +4,11 @@
  * job's step time both ways, the links more than one job crosses, and with
  * --db the run together: its timelines, ranks, links, a jobs row per job
  * and a job_links row per job and shared link.
+ *
+ * The report is printed from the rows that are stored (struct
+ * sim_store_job_row, struct par_link_share), by cli_jobs_text and
+ * cli_jobs_json, which `report` calls on the rows it reads back: the two
+ * commands print the same text.
  */
 #include "tools/cli.h"
 
@@ -29,6 +34,7 @@ struct jobs_cli {
 	struct par_compute_model *cm[PAR_MAX_JOBS];
 	struct par_jobs run;
 	struct par_jobs_result res;
+	struct sim_store_job_row row[PAR_MAX_JOBS];
 	struct sim_store *st;
 };
 
@@ -139,25 +145,53 @@ static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record m
 	return CLI_OK;
 }
 
+/* A report's steps as a row's. */
+static void row_steps(const struct par_report *r, struct sim_store_job_steps *out)
+{
+	*out = (struct sim_store_job_steps){
+		.step_time_s = r->step_time_s, .p50_s = r->step_p50_s, .p90_s = r->step_p90_s,
+		.p99_s = r->step_p99_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
+	};
+}
+
+/* Every job's row from the scenario and the result. */
+static void rows_of(struct jobs_cli *c)
+{
+	for (size_t i = 0; i < c->run.n; i++) {
+		const struct scn_job *j = &c->js->job[i];
+		const struct par_report *al = &c->res.alone[i];
+		struct sim_store_job_row *w = &c->row[i];
+		*w = (struct sim_store_job_row){
+			.job = (uint32_t)i, .first_node = j->first_node, .nodes = j->nodes,
+			.first_rank = c->job[i].first_rank, .gpus = al->gpus, .dp = al->dp,
+			.tp = j->s.parallel.tp, .pp = j->s.parallel.pp, .cp = j->s.parallel.cp,
+			.params = al->params, .peak_bytes = al->memory.peak,
+			.capacity_bytes = al->memory.capacity, .fits = al->memory.fits,
+		};
+		snprintf(w->name, sizeof(w->name), "%s", j->name);
+		snprintf(w->model, sizeof(w->model), "%s", j->s.model.preset);
+		snprintf(w->strategy, sizeof(w->strategy), "%s", al->strategy);
+		row_steps(al, &w->alone);
+		row_steps(&c->res.shared[i], &w->shared);
+	}
+}
+
 /* The jobs and job_links rows and the metrics; 0 or -1. */
 static int store_results(struct jobs_cli *c)
 {
 	const struct par_jobs_result *r = &c->res;
 	for (size_t i = 0; i < c->run.n; i++) {
-		const struct par_report *al = &r->alone[i], *sh = &r->shared[i];
-		struct sim_store_job_row row = {
-			.job = (uint32_t)i, .name = c->job[i].name, .first_rank = c->job[i].first_rank,
-			.gpus = al->gpus, .step_time_alone_s = al->step_time_s,
-			.step_time_shared_s = sh->step_time_s, .tokens_per_s = sh->tokens_per_s,
-			.mfu = sh->mfu, .peak_bytes = al->memory.peak, .fits = al->memory.fits,
-		};
-		if (sim_store_job(c->st, &row) < 0)
+		if (sim_store_job(c->st, &c->row[i]) < 0)
 			return -1;
-		for (uint32_t k = 0; sh->step_times && k < sh->steps; k++) {
-			char name[96];
-			snprintf(name, sizeof(name), "job.%s.step.%u", c->job[i].name, k);
-			if (sim_store_metric(c->st, name, sh->step_times[k]) < 0)
-				return -1;
+		for (int alone = 0; alone < 2; alone++) {
+			const struct par_report *p = alone ? &r->alone[i] : &r->shared[i];
+			for (uint32_t k = 0; p->step_times && k < p->steps; k++) {
+				char name[112];
+				snprintf(name, sizeof(name), "job.%s.%sstep.%u", c->row[i].name,
+					 alone ? "alone." : "", k);
+				if (sim_store_metric(c->st, name, p->step_times[k]) < 0)
+					return -1;
+			}
 		}
 	}
 	for (size_t l = 0; l < r->nlinks; l++)
@@ -166,109 +200,138 @@ static int store_results(struct jobs_cli *c)
 			    sim_store_job_link(c->st, r->links[l].name, (uint32_t)i, r->links[l].bw_Bps,
 					       r->links[l].bytes[i]) < 0)
 				return -1;
-	if (sim_store_metric(c->st, "jobs", (double)c->run.n) < 0 ||
-	    sim_store_metric(c->st, "jobs.shared_links", (double)r->nlinks) < 0)
-		return -1;
+	for (uint32_t i = 0; i < r->nstragglers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "straggler.%u", i);
+		if (sim_store_metric(c->st, name, r->stragglers[i]) < 0)
+			return -1;
+	}
+	const struct { const char *name; double v; } m[] = {
+		{ "jobs", (double)c->run.n }, { "jobs.shared_links", (double)r->nlinks },
+		{ "steps", c->run.steps }, { "stragglers.n", r->nstragglers },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
+		if (sim_store_metric(c->st, m[i].name, m[i].v) < 0)
+			return -1;
 	return 0;
 }
 
-/* ---- the report ----------------------------------------------------------------- */
+/* ---- the report (run and report) ------------------------------------------------ */
 
-static void print_text(const struct jobs_cli *c)
+void cli_jobs_text(const struct cli_jobs_view *v)
 {
-	const struct scn_jobs *js = c->js;
-	const struct topo_config *cl = &js->top.cluster;
-	const struct par_jobs_result *r = &c->res;
-	printf("clustersim run: %s\n", js->top.path);
-	printf("  cluster     %u x %s (%s), %s fidelity; %zu jobs, %u step%s each\n",
-	       cl->nodes * gpus_per_node(cl), cl->gpu, cl->preset,
-	       sim_fidelity_name(js->top.sim.fidelity), js->n, js->top.sim.steps,
-	       js->top.sim.steps == 1 ? "" : "s");
-	for (size_t i = 0; i < js->n; i++) {
-		const struct scn_job *j = &js->job[i];
-		const struct par_report *al = &r->alone[i], *sh = &r->shared[i];
-		const struct par_layout *p = &j->s.parallel;
+	const char *unit = v->ideal ? "GPUs" : "nodes";
+	printf("  cluster     %u x %s (%s), %s fidelity; %zu jobs, %u step%s each\n", v->gpus,
+	       v->gpu, v->preset, v->fidelity, v->n, v->steps, v->steps == 1 ? "" : "s");
+	for (size_t i = 0; i < v->n; i++) {
+		const struct sim_store_job_row *j = &v->job[i];
+		const struct sim_store_job_steps *al = &j->alone, *sh = &j->shared;
 		printf("  job %-7s %s %u-%u (ranks %u-%u): %s%s%.2f B parameters; dp %u (%s), tp %u, "
-		       "pp %u, cp %u\n", j->name, cl->kind == TOPO_IDEAL ? "GPUs" : "nodes",
-		       j->first_node, j->first_node + j->nodes - 1, c->job[i].first_rank,
-		       c->job[i].first_rank + al->gpus - 1, j->s.model.preset,
-		       j->s.model.preset[0] ? ", " : "", al->params / 1e9, al->dp, al->strategy,
-		       p->tp, p->pp, p->cp);
+		       "pp %u, cp %u\n", j->name, unit, j->first_node, j->first_node + j->nodes - 1,
+		       j->first_rank, j->first_rank + j->gpus - 1, j->model, j->model[0] ? ", " : "",
+		       j->params / 1e9, j->dp, j->strategy, j->tp, j->pp, j->cp);
 		printf("              memory peak %.2f GB of %.2f GB per GPU: %s\n",
-		       al->memory.peak / 1e9, al->memory.capacity / 1e9,
-		       al->memory.fits ? "fits" : "OUT OF MEMORY");
-		if (!al->memory.fits)
+		       j->peak_bytes / 1e9, j->capacity_bytes / 1e9,
+		       j->fits ? "fits" : "OUT OF MEMORY");
+		if (!j->fits)
 			continue;
 		printf("              step alone %.6f s, shared %.6f s (%+.2f %%); shared: tokens/s "
 		       "%.0f, MFU %.4f\n", al->step_time_s, sh->step_time_s,
 		       100 * (sh->step_time_s / al->step_time_s - 1), sh->tokens_per_s, sh->mfu);
-		if (sh->steps > 1)
+		if (v->steps > 1)
 			printf("              steps p50 %.6f / %.6f s, p99 %.6f / %.6f s (alone / "
-			       "shared)\n", al->step_p50_s, sh->step_p50_s, al->step_p99_s,
-			       sh->step_p99_s);
+			       "shared)\n", al->p50_s, sh->p50_s, al->p99_s, sh->p99_s);
 	}
-	const struct par_variability *v = &js->top.variability;
-	cli_print_variability(par_dist_name(v->jitter), v->jitter_cv, par_dist_name(v->gpu),
-			      v->gpu_cv, v->stragglers, v->straggler_slowdown, r->stragglers,
-			      r->nstragglers, (unsigned long long)js->top.sim.seed);
-	if (!r->nlinks) {
+	if (!v->nlinks) {
 		printf("  links       no link carries more than one job's traffic\n");
 		return;
 	}
 	printf("  links       %zu carry more than one job's traffic (bytes per step, each job "
-	       "alone)%s\n", r->nlinks, r->nlinks > TEXT_LINKS ? "; the busiest:" : ":");
-	for (size_t l = 0; l < r->nlinks && l < TEXT_LINKS; l++) {
-		printf("              %-24s %7.1f GB/s:", r->links[l].name, r->links[l].bw_Bps / 1e9);
-		for (size_t i = 0, k = 0; i < js->n; i++)
-			if (r->links[l].bytes[i] > 0)
-				printf("%s %s %.3f GB", k++ ? "," : "", js->job[i].name,
-				       r->links[l].bytes[i] / 1e9);
+	       "alone)%s\n", v->nlinks, v->nlinks > TEXT_LINKS ? "; the busiest:" : ":");
+	for (size_t l = 0; l < v->nlinks && l < TEXT_LINKS; l++) {
+		const struct par_link_share *ls = &v->links[l];
+		printf("              %-24s %7.1f GB/s:", ls->name, ls->bw_Bps / 1e9);
+		for (size_t i = 0, k = 0; i < v->n; i++)
+			if (ls->bytes[i] > 0)
+				printf("%s %s %.3f GB", k++ ? "," : "", v->job[i].name,
+				       ls->bytes[i] / 1e9);
 		printf("\n");
 	}
 }
 
-static void print_steps_json(const struct par_report *r)
+static void steps_json(const struct sim_store_job_steps *s)
 {
 	printf("{\"step_time_s\":%.9g,\"step_time_p50_s\":%.9g,\"step_time_p90_s\":%.9g,"
-	       "\"step_time_p99_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g}", r->step_time_s,
-	       r->step_p50_s, r->step_p90_s, r->step_p99_s, r->tokens_per_s, r->mfu);
+	       "\"step_time_p99_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g}", s->step_time_s,
+	       s->p50_s, s->p90_s, s->p99_s, s->tokens_per_s, s->mfu);
 }
 
-static void print_json(const struct jobs_cli *c, double wall_s)
+void cli_jobs_json(const struct cli_jobs_view *v)
 {
-	const struct par_jobs_result *r = &c->res;
 	printf("{\"jobs\":[");
-	for (size_t i = 0; i < c->run.n; i++) {
-		const struct scn_job *j = &c->js->job[i];
-		const struct par_report *al = &r->alone[i];
-		printf("%s{\"name\":\"%s\",\"first_node\":%u,\"nodes\":%u,\"first_rank\":%u,"
-		       "\"gpus\":%u,\"params\":%.17g,\"memory\":{\"peak\":%.17g,\"capacity\":%.17g,"
-		       "\"fits\":%s}", i ? "," : "", j->name, j->first_node, j->nodes,
-		       c->job[i].first_rank, al->gpus, al->params, al->memory.peak,
-		       al->memory.capacity, al->memory.fits ? "true" : "false");
-		if (al->memory.fits) {
+	for (size_t i = 0; i < v->n; i++) {
+		const struct sim_store_job_row *j = &v->job[i];
+		printf("%s{\"name\":\"%s\",\"model\":\"%s\",\"first_node\":%u,\"nodes\":%u,"
+		       "\"first_rank\":%u,\"gpus\":%u,\"dp\":%u,\"tp\":%u,\"pp\":%u,\"cp\":%u,"
+		       "\"strategy\":\"%s\",\"params\":%.17g,\"memory\":{\"peak\":%.17g,"
+		       "\"capacity\":%.17g,\"fits\":%s}", i ? "," : "", j->name, j->model,
+		       j->first_node, j->nodes, j->first_rank, j->gpus, j->dp, j->tp, j->pp, j->cp,
+		       j->strategy, j->params, j->peak_bytes, j->capacity_bytes,
+		       j->fits ? "true" : "false");
+		if (j->fits) {
 			printf(",\"alone\":");
-			print_steps_json(al);
+			steps_json(&j->alone);
 			printf(",\"shared\":");
-			print_steps_json(&r->shared[i]);
-			printf(",\"slowdown\":%.9g", r->shared[i].step_time_s / al->step_time_s);
+			steps_json(&j->shared);
+			printf(",\"slowdown\":%.9g", j->shared.step_time_s / j->alone.step_time_s);
 		}
 		printf("}");
 	}
 	printf("],\"shared_links\":[");
-	for (size_t l = 0; l < r->nlinks; l++) {
+	for (size_t l = 0; l < v->nlinks; l++) {
 		printf("%s{\"link\":\"%s\",\"bw_Bps\":%.17g,\"bytes\":{", l ? "," : "",
-		       r->links[l].name, r->links[l].bw_Bps);
-		for (size_t i = 0, k = 0; i < c->run.n; i++)
-			if (r->links[l].bytes[i] > 0)
-				printf("%s\"%s\":%.17g", k++ ? "," : "", c->job[i].name,
-				       r->links[l].bytes[i]);
+		       v->links[l].name, v->links[l].bw_Bps);
+		for (size_t i = 0, k = 0; i < v->n; i++)
+			if (v->links[l].bytes[i] > 0)
+				printf("%s\"%s\":%.17g", k++ ? "," : "", v->job[i].name,
+				       v->links[l].bytes[i]);
 		printf("}}");
 	}
 	printf("],\"stragglers\":[");
-	for (uint32_t i = 0; i < r->nstragglers; i++)
-		printf("%s%u", i ? "," : "", r->stragglers[i]);
-	printf("],\"events\":%llu,\"wall_s\":%.6f}\n", (unsigned long long)r->events, wall_s);
+	for (unsigned i = 0; i < v->nstragglers; i++)
+		printf("%s%u", i ? "," : "", v->stragglers[i]);
+	printf("],\"events\":%llu,\"wall_s\":%.6f}\n", v->events, v->wall_s);
+}
+
+/* The view of this run. */
+static void view_of(const struct jobs_cli *c, double wall_s, struct cli_jobs_view *v)
+{
+	const struct topo_config *cl = &c->js->top.cluster;
+	*v = (struct cli_jobs_view){
+		.gpu = cl->gpu, .preset = cl->preset, .gpus = cl->nodes * gpus_per_node(cl),
+		.ideal = cl->kind == TOPO_IDEAL, .steps = c->run.steps,
+		.fidelity = sim_fidelity_name(c->js->top.sim.fidelity), .job = c->row, .n = c->run.n,
+		.links = c->res.links, .nlinks = c->res.nlinks, .stragglers = c->res.stragglers,
+		.nstragglers = c->res.nstragglers, .events = c->res.events, .wall_s = wall_s,
+	};
+}
+
+static void print_report(const struct jobs_cli *c, int json, double wall_s)
+{
+	struct cli_jobs_view v;
+	view_of(c, wall_s, &v);
+	if (json) {
+		cli_jobs_json(&v);
+		return;
+	}
+	const struct scn *top = &c->js->top;
+	const struct par_variability *var = &top->variability;
+	printf("clustersim run: %s\n", top->path);
+	cli_jobs_text(&v);
+	cli_print_variability(par_dist_name(var->jitter), var->jitter_cv, par_dist_name(var->gpu),
+			      var->gpu_cv, var->stragglers, var->straggler_slowdown,
+			      c->res.stragglers, c->res.nstragglers,
+			      (unsigned long long)top->sim.seed);
 }
 
 /* ---- the command ----------------------------------------------------------------- */
@@ -306,6 +369,7 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		if (par_jobs_run(&c->run, &c->res, err, sizeof(err)) < 0)
 			rc = cli_error(a, CLI_FAIL, "%s: the jobs could not finish: %s", path, err);
 	}
+	rows_of(c);
 	if (!rc && c->st && store_results(c) < 0)
 		rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -316,10 +380,7 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
 	if (rc)
 		return rc;
-	if (cli_has(a, "json"))
-		print_json(c, wall);
-	else
-		print_text(c);
+	print_report(c, cli_has(a, "json"), wall);
 	for (size_t i = 0; i < c->run.n; i++)
 		if (!c->res.alone[i].memory.fits) {
 			fprintf(stderr, "clustersim run: %s: job %s is out of memory: the busiest GPU "
