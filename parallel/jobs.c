@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_rng.h>
+
 #include "parallel/train-int.h"
 
 /* One job in a run. */
@@ -24,11 +26,13 @@ struct jrun {
 	uint32_t timed;               /* steps timed so far                 */
 	sim_ps t0;                    /* when the step started              */
 	double *step_s;               /* [steps]                            */
+	gsl_rng *jitter;              /* its kernels' jitter, or NULL       */
 };
 
 struct jobs_run {
 	struct jrun *j;
 	size_t n;
+	const struct par_variability *var;
 	uint32_t *job_of;             /* [cluster rank]: job, or NO_JOB     */
 	uint32_t steps;
 	size_t through;               /* jobs with every step timed         */
@@ -39,6 +43,19 @@ struct jobs_run {
 static uint32_t cluster_gpus(const struct topo_config *c)
 {
 	return c->kind == TOPO_IDEAL ? c->nodes : c->nodes * c->gpus_per_node;
+}
+
+/*
+ * Kernel jitter from the job's own generator (seeded by sim.seed and its
+ * index): the draws follow its own events, so a job's draws are the same
+ * alone and beside jobs whose traffic never meets its own.
+ */
+static double job_jitter(void *ctx, uint32_t rank, const struct sim_op *op)
+{
+	const struct jobs_run *run = ctx;
+	(void)op;
+	return par_draw_mean1(run->j[run->job_of[rank]].jitter, run->var->jitter,
+			      run->var->jitter_cv);
 }
 
 static void step_begin(struct sim *sim, struct sim_event *ev)
@@ -113,6 +130,14 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	struct par_report vrep = { 0 };
 	if (par_var_active(js->var))
 		par_var_begin(&vr, js->var, js->seed, sim, &vrep);
+	if (par_var_active(js->var) && js->var->jitter) {
+		run.var = js->var;
+		for (size_t i = 0; i < k; i++) {
+			run.j[i].jitter = gsl_rng_alloc(gsl_rng_mt19937);
+			gsl_rng_set(run.j[i].jitter, (unsigned long)(js->seed + 1 + which[i]));
+		}
+		sim_set_compute_scale(sim, job_jitter, &run);
+	}
 	sim_set_rank_done(sim, rank_done, &run);
 	for (size_t i = 0; i < k; i++)
 		step_begin(sim, &run.j[i].ev);
@@ -153,6 +178,8 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	for (size_t i = 0; i < k; i++) {
 		par_place_free(&run.j[i].p);
 		free(run.j[i].step_s);
+		if (run.j[i].jitter)
+			gsl_rng_free(run.j[i].jitter);
 	}
 	free(run.j);
 	free(run.job_of);

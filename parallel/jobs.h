@@ -10,6 +10,12 @@
  * sim.steps steps are timed; a job that is through keeps stepping (untimed)
  * until every job is, so that each timed step meets the others' traffic.
  *
+ * Variability (the scenario's, for the whole cluster): every GPU's speed
+ * and the stragglers are drawn once over the cluster's ranks from sim.seed,
+ * the same alone and together; each job's kernel jitter comes from a
+ * generator of its own (seed sim.seed + 1 + its index), so jobs whose
+ * traffic never meets draw the same alone as together.
+ *
  * The caller owns the jobs and their configurations; a result's arrays are
  * the result's (par_jobs_result_free).
  */

@@ -157,6 +157,8 @@ struct par_var_state {
 	double *gpu;                  /* per rank: speed factor x straggler   */
 };
 int par_var_active(const struct par_variability *v);  /* NULL: no */
+/* A draw of distribution d with mean 1 and coefficient of variation cv. */
+double par_draw_mean1(gsl_rng *rng, enum par_dist d, double cv);
 /* The stragglers' ranks (the first few) go to r. */
 void par_var_begin(struct par_var_state *vr, const struct par_variability *v, uint64_t seed,
 		   struct sim *sim, struct par_report *r);

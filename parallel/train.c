@@ -1208,7 +1208,7 @@ const char *par_dist_name(enum par_dist d)
 }
 
 /* A draw of mean 1 and coefficient of variation cv (GSL). */
-static double draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
+double par_draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
 {
 	if (d == PAR_DIST_LOGNORMAL) {
 		double s2 = log1p(cv * cv);  /* mean exp(mu + s2/2) = 1 */
@@ -1232,7 +1232,7 @@ static double var_scale(void *ctx, uint32_t rank, const struct sim_op *op)
 {
 	struct par_var_state *vr = ctx;
 	(void)rank, (void)op;
-	return draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
+	return par_draw_mean1(vr->rng, vr->v->jitter, vr->v->jitter_cv);
 }
 
 /*
@@ -1250,7 +1250,7 @@ void par_var_begin(struct par_var_state *vr, const struct par_variability *v, ui
 	gsl_rng_set(vr->rng, (unsigned long)seed);
 	vr->gpu = xmalloc(n * sizeof(double));
 	for (uint32_t i = 0; i < n; i++)
-		vr->gpu[i] = draw_mean1(vr->rng, v->gpu, v->gpu_cv);
+		vr->gpu[i] = par_draw_mean1(vr->rng, v->gpu, v->gpu_cv);
 	r->nstragglers = 0;
 	if (v->stragglers) {
 		uint32_t k = v->stragglers, *all = xmalloc(n * sizeof(uint32_t));

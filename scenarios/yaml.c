@@ -172,7 +172,7 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 			r->path_keys[r->depth++] = r->key;
 			r->key = NULL;
 			r->list_depth = r->depth;
-			r->list_line = line;
+			r->list_line = r->key_line;
 			return 0;
 		}
 		char *k = dotted(r);

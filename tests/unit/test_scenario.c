@@ -947,6 +947,157 @@ START_TEST(bug_json_cluster_text_keys)
 }
 END_TEST
 
+/* ---- several jobs (scenarios/jobs.c) ---------------------------------------------- */
+
+/* Two jobs on 16 GPUs of the ideal cluster: lines 1-20. */
+#define TWO_JOBS							\
+	"cluster:\n"                       /* 1 */			\
+	"  preset: ideal\n"                /* 2 */			\
+	"  nodes: 16\n"                    /* 3 */			\
+	"training:\n"                      /* 4 */			\
+	"  seq: 1024\n"                    /* 5 */			\
+	"  global_batch: 16\n"             /* 6 */			\
+	"sim:\n"                           /* 7 */			\
+	"  fidelity: flow\n"               /* 8 */			\
+	"jobs:\n"                          /* 9 */			\
+	"  - name: a\n"                    /* 10 */			\
+	"    nodes: 8\n"                   /* 11 */			\
+	"    model:\n"                     /* 12 */			\
+	"      preset: gpt3-1.3b\n"        /* 13 */			\
+	"  - nodes: 4\n"                   /* 14 */			\
+	"    first_node: 12\n"             /* 15 */			\
+	"    model: {preset: gpt3-1.3b}\n" /* 16 */			\
+	"    training:\n"                  /* 17 */			\
+	"      global_batch: 8\n"          /* 18 */			\
+	"    parallel: {tp: 2}\n"          /* 19 */			\
+	"    compute: {efficiency: 0.5}\n" /* 20 */
+
+static void jobs_ok(struct scn_jobs *js, const char *path, const char *const *sets, size_t nsets)
+{
+	char err[SCN_ERRLEN] = "";
+	int rc = scn_load_jobs(js, path, sets, nsets, err, sizeof err);
+	ck_assert_msg(rc == 0, "scn_load_jobs(%s) = %d: %s", path, rc, err);
+}
+
+START_TEST(jobs_load)
+{
+	char path[256];
+	struct scn_jobs js;
+	put(path, sizeof path, "jobs.yaml", TWO_JOBS);
+	const char *sets[] = { "training.micro_batch=2", "jobs.1.training.global_batch=16",
+			       "jobs.1.name=b" };
+	jobs_ok(&js, path, sets, NSETS(sets));
+	ck_assert_uint_eq(js.n, 2);
+	ck_assert_uint_eq(js.top.cluster.nodes, 16);
+	const struct scn_job *a = &js.job[0], *b = &js.job[1];
+	ck_assert_str_eq(a->name, "a");
+	ck_assert_str_eq(b->name, "b");
+	ck_assert_uint_eq(a->first_node, 0);
+	ck_assert_uint_eq(b->first_node, 12);
+	ck_assert_uint_eq(a->s.cluster.nodes, 8);            /* its share */
+	ck_assert_uint_eq(b->s.cluster.nodes, 4);
+	ck_assert_uint_eq(a->s.training.seq, 1024);          /* the top level's */
+	ck_assert_uint_eq(a->s.training.global_batch, 16);
+	ck_assert_uint_eq(b->s.training.global_batch, 16);   /* its --set over its key */
+	ck_assert_uint_eq(a->s.training.micro_batch, 2);     /* a plain --set: every job */
+	ck_assert_uint_eq(b->s.training.micro_batch, 2);
+	ck_assert_uint_eq(a->s.parallel.tp, 1);
+	ck_assert_uint_eq(b->s.parallel.tp, 2);
+	ck_assert_uint_eq(a->s.parallel.dp, 8);
+	ck_assert_uint_eq(b->s.parallel.dp, 2);
+	NEAR(b->s.compute.efficiency, 0.5, 0);
+	ck_assert_int_eq(a->s.sim.fidelity, SIM_FIDELITY_FLOW);
+	char *json = scn_jobs_json(&js);
+	ck_assert_msg(strstr(json, "\"jobs\":[{\"name\":\"a\",\"nodes\":8,\"first_node\":0,") &&
+		      strstr(json, "{\"name\":\"b\",\"nodes\":4,\"first_node\":12,") &&
+		      strstr(json, "\"sim.fidelity\":\"flow\"") && json[strlen(json) - 1] == '}',
+		      "%s", json);
+	free(json);
+	scn_jobs_free(&js);
+	/* Without --set the second job is job1. */
+	jobs_ok(&js, path, NULL, 0);
+	ck_assert_str_eq(js.job[1].name, "job1");
+	scn_jobs_free(&js);
+	/* A file without jobs is one scenario, checked as scn_load does. */
+	put(path, sizeof path, "one.yaml", MINIMAL);
+	jobs_ok(&js, path, NULL, 0);
+	ck_assert_uint_eq(js.n, 0);
+	ck_assert_uint_eq(js.top.training.global_batch, 8);
+	scn_jobs_free(&js);
+}
+END_TEST
+
+static const struct {
+	const char *name, *yaml, *set;
+	const char *want[3];
+} jobs_bad_cases[] = {
+	{ "no-nodes", "cluster: {preset: ideal, nodes: 4}\ntraining: {seq: 64, global_batch: 4}\n"
+	  "jobs:\n  - model: {preset: gpt3-1.3b}\n", NULL,
+	  { "jobs[0] (job0): nodes: required" } },
+	{ "overlap", TWO_JOBS "  - name: c\n    nodes: 2\n    first_node: 7\n"
+	  "    model: {preset: gpt3-1.3b}\n", NULL,
+	  { "jobs[2] (c): GPUs 7 to 8 overlap jobs[0] (a): 0 to 7" } },
+	{ "beyond", TWO_JOBS, "jobs.1.first_node=14",
+	  { "jobs[1] (job1): GPUs 14 to 17, but the cluster has 16 (cluster.nodes)" } },
+	{ "cluster-key", TWO_JOBS "    cluster: {nodes: 2}\n", NULL,
+	  { "overlap.yaml:21: jobs[1]: cluster.nodes: the cluster, sim, variability and "
+	    "failures sections are the whole cluster's" } },
+	{ "job-cluster-key", TWO_JOBS "    sim: {steps: 3}\n", NULL,
+	  { ":21: jobs[1]: sim.steps: the cluster, sim, variability and failures sections" } },
+	{ "unknown-job-key", TWO_JOBS "    gpus: 4\n", NULL,
+	  { ":21: jobs[1]: gpus: not a job key" } },
+	{ "scalar-item", TWO_JOBS "  - c\n", NULL,
+	  { ":21: jobs: expected each item to be a mapping", "got 'c'" } },
+	{ "empty-list", MINIMAL "jobs: []\n", NULL,
+	  { ":8: jobs: expected at least one job" } },
+	{ "same-name", TWO_JOBS, "jobs.1.name=a",
+	  { "jobs[1]: name 'a' is jobs[0]'s too" } },
+	{ "bad-name", TWO_JOBS, "jobs.0.name=a b",
+	  { "--set jobs.0.name=a b: name: expected letters" } },
+	{ "bad-layout", TWO_JOBS, "jobs.1.parallel.tp=3",
+	  { "jobs[1] (job1) on 4 nodes:", "parallel.tp" } },
+	{ "set-no-such-job", TWO_JOBS, "jobs.5.nodes=2",
+	  { "--set jobs.5.nodes=2: expected jobs.I.KEY=VALUE with I from 0 to 1" } },
+	{ "jobs-scalar", MINIMAL "jobs: 3\n", NULL,
+	  { ":8: jobs: expected a list of jobs", "plain value" } },
+	{ "jobs-mapping", MINIMAL "jobs:\n  a: 1\n", NULL,
+	  { ":9: jobs: expected a list of jobs", "mapping" } },
+	{ "list-in-job", TWO_JOBS "  - nodes: 1\n    model: {layers: [1]}\n", NULL,
+	  { ":22:", "jobs.2.model.layers: expected a value or a mapping, got a list" } },
+	{ "nodes-zero", TWO_JOBS, "jobs.0.nodes=0",
+	  { "--set jobs.0.nodes=0: nodes: expected a whole number from 1" } },
+};
+
+START_TEST(jobs_bad)
+{
+	char path[256], err[SCN_ERRLEN] = "";
+	struct scn_jobs js;
+	const char *sets[] = { jobs_bad_cases[_i].set };
+	put(path, sizeof path, "overlap.yaml", jobs_bad_cases[_i].yaml);
+	int rc = scn_load_jobs(&js, path, sets, sets[0] ? 1 : 0, err, sizeof err);
+	ck_assert_msg(rc == -1, "%s: scn_load_jobs = %d", jobs_bad_cases[_i].name, rc);
+	for (size_t k = 0; k < 3 && jobs_bad_cases[_i].want[k]; k++)
+		ck_assert_msg(strstr(err, jobs_bad_cases[_i].want[k]) != NULL,
+			      "%s: message '%s' lacks '%s'", jobs_bad_cases[_i].name, err,
+			      jobs_bad_cases[_i].want[k]);
+}
+END_TEST
+
+/* Commands of one job refuse a file with a jobs list, and --set jobs.* on
+ * a file without one. */
+START_TEST(jobs_refused_by_one_job_load)
+{
+	char path[256];
+	put(path, sizeof path, "jobs.yaml", TWO_JOBS);
+	load_bad("jobs file", path, NULL, 0, (const char *const[]){ "jobs.yaml:9: jobs: this "
+		 "command takes a scenario of one job", "clustersim run", NULL });
+	put(path, sizeof path, "one.yaml", MINIMAL);
+	load_bad("jobs set", path, (const char *const[]){ "jobs.0.nodes=2" }, 1,
+		 (const char *const[]){ "--set jobs.0.nodes=2: the scenario has no jobs list",
+					NULL });
+}
+END_TEST
+
 static Suite *scenario_suite(void)
 {
 	Suite *s = suite_create("scenario");
@@ -975,6 +1126,12 @@ static Suite *scenario_suite(void)
 	tcase_add_test(bad, minimal_is_good);
 	tcase_add_test(bad, set_does_not_validate);
 	suite_add_tcase(s, bad);
+	TCase *jobs = tcase_create("jobs");
+	tcase_add_unchecked_fixture(jobs, tmp_setup, tmp_teardown);
+	tcase_add_test(jobs, jobs_load);
+	tcase_add_loop_test(jobs, jobs_bad, 0, (int)NSETS(jobs_bad_cases));
+	tcase_add_test(jobs, jobs_refused_by_one_job_load);
+	suite_add_tcase(s, jobs);
 	TCase *bugs = tcase_create("known_bugs");
 	tcase_set_tags(bugs, "known_bug");
 	tcase_add_unchecked_fixture(bugs, tmp_setup, tmp_teardown);
