@@ -23,9 +23,9 @@ struct jrun {
 	const struct par_job *job;
 	struct par_placed p;
 	uint32_t left;                /* ranks still in the step            */
-	uint32_t timed;               /* steps timed so far                 */
+	uint32_t timed, cap;          /* steps timed so far; room in step_s */
 	sim_ps t0;                    /* when the step started              */
-	double *step_s;               /* [steps]                            */
+	double *step_s;               /* [timed]                            */
 	gsl_rng *jitter;              /* its kernels' jitter, or NULL       */
 };
 
@@ -35,7 +35,7 @@ struct jobs_run {
 	const struct par_variability *var;
 	uint32_t *job_of;             /* [cluster rank]: job, or NO_JOB     */
 	uint32_t steps;
-	size_t through;               /* jobs with every step timed         */
+	size_t through;               /* jobs with `steps` steps timed      */
 };
 
 #define NO_JOB UINT32_MAX
@@ -67,8 +67,8 @@ static void step_begin(struct sim *sim, struct sim_event *ev)
 		par_place_start(&j->p, sim, r);
 }
 
-/* A rank ended its step; the job's last one times it and starts the next
- * while any job still has steps to time. */
+/* A rank ended its step; the job's last one times it and starts the next,
+ * until every job has timed `steps` steps. */
 static void rank_done(void *ctx, struct sim *sim, uint32_t rank)
 {
 	struct jobs_run *run = ctx;
@@ -76,10 +76,12 @@ static void rank_done(void *ctx, struct sim *sim, uint32_t rank)
 	struct jrun *j = &run->j[run->job_of[rank]];
 	if (--j->left)
 		return;
-	if (j->timed < run->steps) {
-		j->step_s[j->timed++] = sim_ps_to_s(sim_now(sim) - j->t0);
-		run->through += j->timed == run->steps;
-	}
+	if (run->through == run->n)
+		return;  /* the window is closed: the step ran partly alone */
+	if (j->timed == j->cap)
+		j->step_s = xreallocarray(j->step_s, j->cap *= 2, sizeof(double));
+	j->step_s[j->timed++] = sim_ps_to_s(sim_now(sim) - j->t0);
+	run->through += j->timed == run->steps;
 	if (run->through < run->n)
 		sim_schedule(sim, sim_now(sim), &j->ev);
 }
@@ -121,7 +123,7 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 		struct jrun *j = &run.j[i];
 		j->job = &js->job[which[i]];
 		j->ev.fire = step_begin;
-		j->step_s = xcalloc(run.steps, sizeof(double));
+		j->step_s = xcalloc(j->cap = run.steps, sizeof(double));
 		par_place(&j->p, &j->job->train, sim, j->job->first_rank);
 		for (uint32_t r = 0; r < j->p.n; r++)
 			run.job_of[j->job->first_rank + r] = (uint32_t)i;
@@ -146,14 +148,15 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 		snprintf(err, errlen, "%s", sim_error(sim));
 	for (size_t i = 0; rc == 0 && i < k; i++) {
 		struct par_report *r = &rep[which[i]];
-		r->step_times = xmalloc(run.steps * sizeof(double));
-		memcpy(r->step_times, run.j[i].step_s, run.steps * sizeof(double));
+		uint32_t timed = run.j[i].timed;
+		r->step_times = xmalloc(timed * sizeof(double));
+		memcpy(r->step_times, run.j[i].step_s, timed * sizeof(double));
 		double sum = 0;
-		for (uint32_t s = 0; s < run.steps; s++)
+		for (uint32_t s = 0; s < timed; s++)
 			sum += run.j[i].step_s[s];
-		r->step_time_s = sum / run.steps;
+		r->step_time_s = sum / timed;
 		par_report_rates(&run.j[i].job->train, r);
-		par_report_steps(run.j[i].step_s, run.steps, r);
+		par_report_steps(run.j[i].step_s, timed, r);
 	}
 	if (rc == 0 && last) {
 		out->events = sim_events(sim);

@@ -6,9 +6,10 @@
  * than one job's traffic crosses.
  *
  * Jobs step on their own clocks: a job starts its next step as soon as its
- * last rank ends the last one, whatever the others do. Every job's first
- * sim.steps steps are timed; a job that is through keeps stepping (untimed)
- * until every job is, so that each timed step meets the others' traffic.
+ * last rank ends the last one, whatever the others do. Every step is timed
+ * until every job has timed sim.steps of them: a shorter job times more
+ * steps, over the whole of the longer jobs' (their communication phases
+ * included). Steps in flight then end untimed (they ran partly alone).
  *
  * Variability (the scenario's, for the whole cluster): every GPU's speed
  * and the stragglers are drawn once over the cluster's ranks from sim.seed,
@@ -63,8 +64,8 @@ struct par_link_share {
 
 struct par_jobs_result {
 	/* Per job: its plan (memory, parameters) with its step times alone on
-	 * its nodes and shared with the others; step_times is each timed
-	 * shared step's, in order. */
+	 * its nodes (sim.steps of them) and shared with the others (sim.steps
+	 * or more); step_times has each timed step's, in order. */
 	struct par_report *alone, *shared;
 	struct par_link_share *links;        /* busiest first, then by name */
 	size_t nlinks;

@@ -182,9 +182,9 @@ static const char store_schema[] =
 	"  dp INTEGER, tp INTEGER, pp INTEGER, cp INTEGER,\n"
 	"  params REAL, peak_bytes REAL, capacity_bytes REAL, fits INTEGER,\n"
 	"  alone_step_time_s REAL, alone_p50_s REAL, alone_p90_s REAL, alone_p99_s REAL,\n"
-	"  alone_tokens_per_s REAL, alone_mfu REAL,\n"
+	"  alone_tokens_per_s REAL, alone_mfu REAL, alone_steps INTEGER,\n"
 	"  shared_step_time_s REAL, shared_p50_s REAL, shared_p90_s REAL, shared_p99_s REAL,\n"
-	"  shared_tokens_per_s REAL, shared_mfu REAL,\n"
+	"  shared_tokens_per_s REAL, shared_mfu REAL, shared_steps INTEGER,\n"
 	"  PRIMARY KEY (run_id, job));\n"
 	"CREATE TABLE IF NOT EXISTS job_links (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -275,10 +275,11 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_INSERT_JOB] = "INSERT INTO jobs (run_id, job, name, model, strategy, first_node,"
 			    " nodes, first_rank, gpus, dp, tp, pp, cp, params, peak_bytes,"
 			    " capacity_bytes, fits, alone_step_time_s, alone_p50_s, alone_p90_s,"
-			    " alone_p99_s, alone_tokens_per_s, alone_mfu, shared_step_time_s,"
-			    " shared_p50_s, shared_p90_s, shared_p99_s, shared_tokens_per_s,"
-			    " shared_mfu) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			    " alone_p99_s, alone_tokens_per_s, alone_mfu, alone_steps,"
+			    " shared_step_time_s, shared_p50_s, shared_p90_s, shared_p99_s,"
+			    " shared_tokens_per_s, shared_mfu, shared_steps) VALUES (?, ?, ?, ?, ?,"
+			    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+			    " ?, ?)",
 	[STMT_INSERT_JOB_LINK] = "INSERT INTO job_links (run_id, link, job, bw_Bps, bytes)"
 				 " VALUES (?, ?, ?, ?, ?)",
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
@@ -1126,13 +1127,14 @@ int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row 
 	return store_row(st, s, "recording a collective result");
 }
 
-/* Bind a job's steps from column i on (six columns). */
+/* Bind a job's steps from column i on (seven columns). */
 static void bind_job_steps(sqlite3_stmt *s, int i, const struct sim_store_job_steps *st)
 {
 	const double v[] = { st->step_time_s, st->p50_s, st->p90_s, st->p99_s, st->tokens_per_s,
 			     st->mfu };
 	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
 		sqlite3_bind_double(s, i + (int)k, v[k]);
+	sqlite3_bind_int64(s, i + (int)ARRAY_SIZE(v), st->steps);
 }
 
 int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row)
@@ -1154,7 +1156,7 @@ int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row)
 	sqlite3_bind_int(s, 17, row->fits);
 	if (row->fits) {
 		bind_job_steps(s, 18, &row->alone);
-		bind_job_steps(s, 24, &row->shared);
+		bind_job_steps(s, 25, &row->shared);
 	}
 	return store_row(st, s, "recording a job");
 }

@@ -90,6 +90,7 @@ int sim_store_coll_result(struct sim_store *st, const struct sim_store_coll_row 
  * (written as NULL unless it fits). */
 struct sim_store_job_steps {
 	double step_time_s, p50_s, p90_s, p99_s, tokens_per_s, mfu;
+	uint32_t steps;           /* steps timed                              */
 };
 struct sim_store_job_row {
 	uint32_t job;

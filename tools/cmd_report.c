@@ -479,13 +479,14 @@ static int print_collective(struct report *r, int json)
 
 /* ---- a run of several jobs ----------------------------------------------------------- */
 
-/* Columns from i on as a job's steps (six). */
+/* Columns from i on as a job's steps (seven). */
 static void job_steps(sqlite3_stmt *q, int i, struct sim_store_job_steps *out)
 {
 	*out = (struct sim_store_job_steps){
 		sqlite3_column_double(q, i), sqlite3_column_double(q, i + 1),
 		sqlite3_column_double(q, i + 2), sqlite3_column_double(q, i + 3),
 		sqlite3_column_double(q, i + 4), sqlite3_column_double(q, i + 5),
+		(uint32_t)sqlite3_column_int64(q, i + 6),
 	};
 }
 
@@ -502,8 +503,9 @@ static int read_jobs(struct report *r, struct sim_store_job_row *job, size_t *n)
 	if (sqlite3_prepare_v2(r->db, "SELECT job, name, model, strategy, first_node, nodes, "
 			       "first_rank, gpus, dp, tp, pp, cp, params, peak_bytes, capacity_bytes, "
 			       "fits, alone_step_time_s, alone_p50_s, alone_p90_s, alone_p99_s, "
-			       "alone_tokens_per_s, alone_mfu, shared_step_time_s, shared_p50_s, "
-			       "shared_p90_s, shared_p99_s, shared_tokens_per_s, shared_mfu FROM jobs "
+			       "alone_tokens_per_s, alone_mfu, alone_steps, shared_step_time_s, "
+			       "shared_p50_s, shared_p90_s, shared_p99_s, shared_tokens_per_s, "
+			       "shared_mfu, shared_steps FROM jobs "
 			       "WHERE run_id = ?1 ORDER BY job", -1, &q, NULL) != SQLITE_OK)
 		return db_fail(r);
 	sqlite3_bind_int64(q, 1, r->run);
@@ -523,7 +525,7 @@ static int read_jobs(struct report *r, struct sim_store_job_row *job, size_t *n)
 		j->capacity_bytes = sqlite3_column_double(q, 14);
 		j->fits = sqlite3_column_int(q, 15);
 		job_steps(q, 16, &j->alone);
-		job_steps(q, 22, &j->shared);
+		job_steps(q, 23, &j->shared);
 	}
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CLI_OK : db_fail(r);

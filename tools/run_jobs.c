@@ -151,6 +151,7 @@ static void row_steps(const struct par_report *r, struct sim_store_job_steps *ou
 	*out = (struct sim_store_job_steps){
 		.step_time_s = r->step_time_s, .p50_s = r->step_p50_s, .p90_s = r->step_p90_s,
 		.p99_s = r->step_p99_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
+		.steps = r->steps,
 	};
 }
 
@@ -221,8 +222,9 @@ static int store_results(struct jobs_cli *c)
 void cli_jobs_text(const struct cli_jobs_view *v)
 {
 	const char *unit = v->ideal ? "GPUs" : "nodes";
-	printf("  cluster     %u x %s (%s), %s fidelity; %zu jobs, %u step%s each\n", v->gpus,
-	       v->gpu, v->preset, v->fidelity, v->n, v->steps, v->steps == 1 ? "" : "s");
+	printf("  cluster     %u x %s (%s), %s fidelity; %zu jobs, timed until each has %u "
+	       "step%s\n", v->gpus, v->gpu, v->preset, v->fidelity, v->n, v->steps,
+	       v->steps == 1 ? "" : "s");
 	for (size_t i = 0; i < v->n; i++) {
 		const struct sim_store_job_row *j = &v->job[i];
 		const struct sim_store_job_steps *al = &j->alone, *sh = &j->shared;
@@ -238,9 +240,10 @@ void cli_jobs_text(const struct cli_jobs_view *v)
 		printf("              step alone %.6f s, shared %.6f s (%+.2f %%); shared: tokens/s "
 		       "%.0f, MFU %.4f\n", al->step_time_s, sh->step_time_s,
 		       100 * (sh->step_time_s / al->step_time_s - 1), sh->tokens_per_s, sh->mfu);
-		if (v->steps > 1)
-			printf("              steps p50 %.6f / %.6f s, p99 %.6f / %.6f s (alone / "
-			       "shared)\n", al->p50_s, sh->p50_s, al->p99_s, sh->p99_s);
+		if (sh->steps > 1)
+			printf("              steps %u / %u: p50 %.6f / %.6f s, p99 %.6f / %.6f s "
+			       "(alone / shared)\n", al->steps, sh->steps, al->p50_s, sh->p50_s,
+			       al->p99_s, sh->p99_s);
 	}
 	if (!v->nlinks) {
 		printf("  links       no link carries more than one job's traffic\n");
@@ -261,9 +264,10 @@ void cli_jobs_text(const struct cli_jobs_view *v)
 
 static void steps_json(const struct sim_store_job_steps *s)
 {
-	printf("{\"step_time_s\":%.9g,\"step_time_p50_s\":%.9g,\"step_time_p90_s\":%.9g,"
-	       "\"step_time_p99_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g}", s->step_time_s,
-	       s->p50_s, s->p90_s, s->p99_s, s->tokens_per_s, s->mfu);
+	printf("{\"steps\":%u,\"step_time_s\":%.9g,\"step_time_p50_s\":%.9g,"
+	       "\"step_time_p90_s\":%.9g,\"step_time_p99_s\":%.9g,\"tokens_per_s\":%.9g,"
+	       "\"mfu\":%.6g}", s->steps, s->step_time_s, s->p50_s, s->p90_s, s->p99_s,
+	       s->tokens_per_s, s->mfu);
 }
 
 void cli_jobs_json(const struct cli_jobs_view *v)

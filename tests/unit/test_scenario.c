@@ -141,12 +141,18 @@ START_TEST(shipped_scenarios_load)
 	ck_assert_msg(n >= 2, "%zu scenarios in %s, expected ddp-lesson and gpt3-1.3b-h200", n,
 		      SHIPPED);
 	for (size_t i = 0; i < n; i++) {
-		struct scn s;
+		struct scn_jobs js;
 		snprintf(path, sizeof path, "%s/%s.yaml", SHIPPED, names[i]);
-		load_ok(&s, path, NULL, 0);
-		ck_assert_msg(scn_validate(&s, err, sizeof err) == 0, "%s: %s", path, err);
-		ck_assert_msg(!strcmp(s.path, path), "s.path '%s', expected '%s'", s.path, path);
-		ck_assert_msg(scn_gpus(&s) >= 1, "%s: %u GPUs", path, scn_gpus(&s));
+		ck_assert_msg(scn_load_jobs(&js, path, NULL, 0, err, sizeof err) == 0, "%s: %s",
+			      path, err);
+		for (size_t j = 0; j < (js.n ? js.n : 1); j++) {  /* the scenario, or each job */
+			const struct scn *s = js.n ? &js.job[j].s : &js.top;
+			ck_assert_msg(scn_validate(s, err, sizeof err) == 0, "%s: %s", path, err);
+			ck_assert_msg(!strcmp(s->path, path), "s.path '%s', expected '%s'", s->path,
+				      path);
+			ck_assert_msg(scn_gpus(s) >= 1, "%s: %u GPUs", path, scn_gpus(s));
+		}
+		scn_jobs_free(&js);
 	}
 }
 END_TEST

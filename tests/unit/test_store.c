@@ -80,6 +80,18 @@ static int64_t q_int(sqlite3 *db, const char *fmt, ...)
 	return v;
 }
 
+/* The single number a query returns (a query without format arguments). */
+static double q_double(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK,
+		      "%s: %s", sql, sqlite3_errmsg(db));
+	ck_assert_msg(sqlite3_step(s) == SQLITE_ROW, "%s: no row", sql);
+	double v = sqlite3_column_double(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
 /* The single text a query returns, copied (NULL reads as "NULL"). */
 __attribute__((format(printf, 2, 3)))
 static char *q_text(sqlite3 *db, const char *fmt, ...)
@@ -462,6 +474,80 @@ START_TEST(test_coll_result)
 }
 END_TEST
 
+/* A jobs row and job_links rows; a job that does not fit has no times. A
+ * failed run leaves neither. */
+START_TEST(test_jobs_rows)
+{
+	struct tmp t = { .dir = "" };
+	tmp_init(&t);
+	char *path = tmp_path(&t, "jobs.db");
+	struct sim_store *st = open_ok(path);
+	sqlite3 *db = sim_store_db(st);
+	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run jobs.yaml", "{}", "flow", 48), 0);
+	struct sim_store_job_row a = {
+		.job = 0, .name = "a", .model = "gpt3-1.3b", .strategy = "ddp", .first_node = 1,
+		.nodes = 2, .first_rank = 8, .gpus = 16, .dp = 16, .tp = 1, .pp = 1, .cp = 1,
+		.params = 1.3e9, .peak_bytes = 2.5e10, .capacity_bytes = 8.5e10, .fits = 1,
+		.alone = { 0.0947, 0.0946, 0.0948, 0.0949, 6.9e5, 0.3968, 4 },
+		.shared = { 0.0957, 0.0956, 0.0958, 0.0959, 6.8e5, 0.3928, 18 },
+	}, b = { .job = 1, .name = "b", .gpus = 16, .first_rank = 24, .fits = 0 };
+	ck_assert_int_eq(sim_store_job(st, &a), 0);
+	ck_assert_int_eq(sim_store_job(st, &b), 0);
+	ck_assert_int_eq(sim_store_job_link(st, "rail0.leaf1.up", 0, 5e10, 3.5e8), 0);
+	ck_assert_int_eq(sim_store_job_link(st, "rail0.leaf1.up", 1, 5e10, 3.4e8), 0);
+	ck_assert_int_eq(sim_store_run_end(st, 1000, 10, 0.01), 0);
+	ck_assert_query_str(db, "a|gpt3-1.3b|ddp|1|2|8|16|16|1|1|1",
+			    "SELECT name || '|' || model || '|' || strategy || '|' || first_node ||"
+			    " '|' || nodes || '|' || first_rank || '|' || gpus || '|' || dp || '|' ||"
+			    " tp || '|' || pp || '|' || cp FROM jobs WHERE job = 0");
+	ck_assert_double_eq(q_double(db, "SELECT alone_p99_s FROM jobs WHERE job = 0"), 0.0949);
+	ck_assert_double_eq(q_double(db, "SELECT shared_mfu FROM jobs WHERE job = 0"), 0.3928);
+	ck_assert_int_eq(q_int(db, "SELECT shared_steps FROM jobs WHERE job = 0"), 18);
+	ck_assert_query_str(db, "NULL", "SELECT shared_step_time_s FROM jobs WHERE job = 1");
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM job_links WHERE link = 'rail0.leaf1.up'"),
+			 2);
+	ck_assert_double_eq(q_double(db, "SELECT bytes FROM job_links WHERE job = 1"), 3.4e8);
+	/* A failed run keeps no jobs rows. */
+	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run jobs.yaml", "{}", "flow", 48), 0);
+	ck_assert_int_eq(sim_store_job(st, &a), 0);
+	ck_assert_int_eq(sim_store_job_link(st, "rail0.leaf1.up", 0, 5e10, 3.5e8), 0);
+	ck_assert_int_eq(sim_store_run_fail(st, "broken"), 0);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM jobs"), 2);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM job_links"), 2);
+	sim_store_close(st);
+	free(path);
+	tmp_clear(&t);
+}
+END_TEST
+
+/* A file of schema version 3 (before the jobs tables) opens: it gains them
+ * and becomes version 4, its runs untouched. */
+START_TEST(test_version3_upgrade)
+{
+	struct tmp t = { .dir = "" };
+	tmp_init(&t);
+	char *path = tmp_path(&t, "v3.db");
+	struct sim_store *st = open_ok(path);
+	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run x.yaml", "{}", "flow", 2), 0);
+	ck_assert_int_eq(sim_store_run_end(st, 5, 1, 0.1), 0);
+	sim_store_close(st);
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE jobs; DROP TABLE job_links; "
+				      "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	st = open_ok(path);
+	db = sim_store_db(st);
+	ck_assert_int_eq(q_int(db, "PRAGMA user_version"), SIM_STORE_SCHEMA_VERSION);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM jobs"), 0);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM job_links"), 0);
+	ck_assert_query_str(db, "complete", "SELECT status FROM runs");
+	sim_store_close(st);
+	free(path);
+	tmp_clear(&t);
+}
+END_TEST
+
 START_TEST(test_last_complete)
 {
 	struct tmp t = { .dir = "" };
@@ -589,6 +675,8 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_run_fail);
 	tcase_add_test(tc, test_second_run);
 	tcase_add_test(tc, test_coll_result);
+	tcase_add_test(tc, test_jobs_rows);
+	tcase_add_test(tc, test_version3_upgrade);
 	tcase_add_test(tc, test_last_complete);
 	suite_add_tcase(s, tc);
 
