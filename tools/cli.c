@@ -307,6 +307,9 @@ static const struct cli_opt help_opts[] = {
 	{ "markdown", 0, CLI_FLAG, NULL, NULL, "print every command's help as Markdown (docs/cli.md)" },
 	{ "keys", 0, CLI_FLAG, NULL, NULL,
 	  "print every scenario key as a Markdown table (docs/scenario.md)" },
+	{ "job-keys", 0, CLI_FLAG, NULL, NULL,
+	  "print the keys of an item of a scenario's jobs list as a Markdown table "
+	  "(docs/scenario.md)" },
 	{ 0 },
 };
 
@@ -318,6 +321,10 @@ static int help_run(struct cli_args *a)
 	}
 	if (cli_has(a, "keys")) {
 		scn_keys_markdown(stdout);
+		return CLI_OK;
+	}
+	if (cli_has(a, "job-keys")) {
+		scn_job_keys_markdown(stdout);
 		return CLI_OK;
 	}
 	if (a->npos == 0) {
@@ -334,7 +341,7 @@ static int help_run(struct cli_args *a)
 
 const struct cli_cmd cli_cmd_help = {
 	.name = "help",
-	.usage = "[COMMAND] [--markdown] [--keys]",
+	.usage = "[COMMAND] [--markdown] [--keys] [--job-keys]",
 	.summary = "Describe the commands, or one command and its options.",
 	.opts = help_opts,
 	.run = help_run,

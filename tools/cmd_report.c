@@ -664,6 +664,10 @@ const struct cli_cmd cli_cmd_report = {
 		"from runs.config; the strategy (ddp, zero1, zero2, zero3, fsdp) from its\n"
 		"parallel.zero and parallel.fsdp.enabled.\n"
 		"\n"
+		"For a run of clustersim run on a scenario with a jobs list: the cluster line,\n"
+		"each job's lines and the shared links, from the jobs and job_links tables,\n"
+		"as run printed them (or its JSON).\n"
+		"\n"
 		"For a run of clustersim collective (one run per algorithm): its table from\n"
 		"collective_results, as the command printed it, or its JSON with --json.",
 	.opts = report_opts,

@@ -561,7 +561,16 @@ const struct cli_cmd cli_cmd_run = {
 		"tokens_per_s, mfu, hfu, memory {weights, grads, optimizer, activations,\n"
 		"logits, buffers, peak, capacity, fits}, breakdown {compute_s, exposed_comm_s,\n"
 		"bubble_s, idle_s} (bytes, seconds and fractions) and wall_s, the simulator's\n"
-		"own run time (the only key that differs between identical runs).",
+		"own run time (the only key that differs between identical runs).\n"
+		"\n"
+		"A scenario with a jobs list (several jobs on one cluster, docs/jobs.md) is\n"
+		"simulated job by job alone on its nodes, then all together; the report gives\n"
+		"each job's placement, layout, memory and step time alone and shared, and the\n"
+		"links that more than one job's traffic crosses. --json prints {jobs: [{name,\n"
+		"model, first_node, nodes, first_rank, gpus, dp, tp, pp, cp, strategy, params,\n"
+		"memory, alone, shared, slowdown}], shared_links: [{link, bw_Bps, bytes}],\n"
+		"stragglers, events, wall_s}; alone and shared hold steps, step_time_s, its\n"
+		"p50, p90 and p99, tokens_per_s and mfu. Exit code 3 if a job does not fit.",
 	.opts = run_opts,
 	.run = run_run,
 };

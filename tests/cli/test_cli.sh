@@ -106,6 +106,10 @@ else bad "docs/cli.md differs from 'clustersim help --markdown' (regenerate it)"
 sed -n '/^<!-- keys -->$/,/^<!-- \/keys -->$/p' "$SRC/docs/scenario.md" | sed '1d;$d' > "$T/keys.doc"
 if cmp -s "$T/keys.md" "$T/keys.doc"; then ok "docs/scenario.md key table is current"
 else bad "docs/scenario.md key table differs from 'clustersim help --keys' (regenerate it)"; fi
+"$CS" help --job-keys > "$T/jkeys.md"
+sed -n '/^<!-- job-keys -->$/,/^<!-- \/job-keys -->$/p' "$SRC/docs/scenario.md" | sed '1d;$d' > "$T/jkeys.doc"
+if [ -s "$T/jkeys.md" ] && cmp -s "$T/jkeys.md" "$T/jkeys.doc"; then ok "docs/scenario.md job key table is current"
+else bad "docs/scenario.md job key table differs from 'clustersim help --job-keys' (regenerate it)"; fi
 "$CS" frobnicate >/dev/null 2>&1; [ $? = 2 ] && ok "unknown command: exit 2" || bad "unknown command"
 
 finish
