@@ -1,7 +1,8 @@
 /*
  * fuzz_scenario.c - libFuzzer target for the scenario loader: each input is
  * written to a file and loaded as a scenario, as `clustersim run` loads one
- * (YAML, keys, values with units, presets, cross-key validation). Loading
+ * (YAML, keys, values with units, presets, cross-key validation, a jobs
+ * list with each job's keys and placement). Loading
  * may fail, never crash, leak or read out of bounds. Built and run by
  * tools/fuzz.sh.
  */
@@ -26,8 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && fwrite(data, 1, size, f) != size)
 		abort();
 	fclose(f);
-	struct scn s;
+	struct scn_jobs js;
 	char err[SCN_ERRLEN];
-	scn_load(&s, path, NULL, 0, err, sizeof(err));
+	if (scn_load_jobs(&js, path, NULL, 0, err, sizeof(err)) == 0)
+		scn_jobs_free(&js);
 	return 0;
 }
