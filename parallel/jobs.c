@@ -242,6 +242,7 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 	if (js->n < 1 || js->n > PAR_MAX_JOBS)
 		return sim_errf(err, errlen, "jobs: expected 1 to %d jobs, got %zu", PAR_MAX_JOBS,
 				js->n);
+	out->n = js->n;
 	out->alone = xcalloc(js->n, sizeof(struct par_report));
 	out->shared = xcalloc(js->n, sizeof(struct par_report));
 	uint32_t total = cluster_gpus(js->cluster);
@@ -265,9 +266,9 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 						o->first_rank + out->alone[k].gpus - 1);
 		}
 		if (j->train.symmetry_dp)
-			return sim_errf(err, errlen, "job %s: sim.symmetry: dp does not apply to "
-					"several jobs (the replicas' traffic is what they share)",
-					j->name);
+			return sim_errf(err, errlen, "job %s: sim.symmetry: dp is not simulated in a "
+					"jobs list (the replicas' traffic is what jobs share); use "
+					"none", j->name);
 	}
 	if (js->n > 1 && js->sim.fidelity != SIM_FIDELITY_FLOW)
 		return sim_errf(err, errlen, "jobs: jobs share links in flow fidelity only; "
@@ -310,9 +311,9 @@ int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *e
 	return rc;
 }
 
-void par_jobs_result_free(struct par_jobs_result *r, size_t njobs)
+void par_jobs_result_free(struct par_jobs_result *r)
 {
-	for (size_t i = 0; i < njobs && r->alone; i++) {
+	for (size_t i = 0; i < r->n && r->alone; i++) {
 		free(r->alone[i].step_times);
 		free(r->shared[i].step_times);
 	}

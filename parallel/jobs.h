@@ -63,6 +63,7 @@ struct par_link_share {
 };
 
 struct par_jobs_result {
+	size_t n;                            /* jobs                          */
 	/* Per job: its plan (memory, parameters) with its step times alone on
 	 * its nodes (sim.steps of them) and shared with the others (sim.steps
 	 * or more); step_times has each timed step's, in order. */
@@ -87,6 +88,6 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 /* Plan, then run every job alone and all together. 0, or -1 with err. */
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen);
 
-void par_jobs_result_free(struct par_jobs_result *r, size_t njobs);
+void par_jobs_result_free(struct par_jobs_result *r);
 
 #endif

@@ -34,20 +34,22 @@ static const struct {
 	const char *name, *value, *deflt, *help;
 } job_keys[] = {
 	{ "name", "text", "jobI (I its index from 0)",
-	  "the job's name in the report (letters, digits, '.', '_', '-'; unique)" },
+	  "the job's name in the report (letters, digits, '_' and '-'; unique)" },
 	{ "nodes", "integer", "required",
 	  "the nodes it runs on (GPUs on the ideal cluster); its layout must fill them" },
 	{ "first_node", "integer", "after the previous job's",
 	  "its first node on the cluster (node 0 is ranks 0 to gpus_per_node - 1)" },
 };
 
-/* Sections a job may set; the rest are the cluster's. */
+/* Sections a job may set, and the whole cluster's. */
 static const char *const job_sections[] = { "model.", "training.", "parallel.", "compute." };
+static const char *const cluster_sections[] = { "cluster.", "sim.", "variability.",
+						"failures." };
 
-static int job_section(const char *key)
+static int in_sections(const char *key, const char *const *sections, size_t n)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(job_sections); i++)
-		if (!strncmp(key, job_sections[i], strlen(job_sections[i])))
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(key, sections[i], strlen(sections[i])))
 			return 1;
 	return 0;
 }
@@ -79,12 +81,13 @@ static int whole(const char *where, const char *key, const char *v, uint32_t min
 	return 0;
 }
 
+/* A name goes into metrics' names (job.NAME.step.K), so no '.'. */
 static int name_ok(const char *v)
 {
 	if (!*v || strlen(v) >= sizeof(((struct scn_job *)0)->name))
 		return 0;
 	for (const char *c = v; *c; c++)
-		if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-'))
+		if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-'))
 			return 0;
 	return 1;
 }
@@ -95,9 +98,8 @@ static int job_key(struct scn_job *j, const char *where, const char *key, const 
 {
 	if (!strcmp(key, "name")) {
 		if (!name_ok(v))
-			return sim_errf(err, errlen, "%s: name: expected letters, digits, '.', '_' "
-					"and '-' (at most %zu), got '%s'", where,
-					sizeof(j->name) - 1, v);
+			return sim_errf(err, errlen, "%s: name: expected letters, digits, '_' and "
+					"'-' (at most %zu), got '%s'", where, sizeof(j->name) - 1, v);
 		snprintf(j->name, sizeof(j->name), "%s", v);
 		return 0;
 	}
@@ -107,13 +109,14 @@ static int job_key(struct scn_job *j, const char *where, const char *key, const 
 		j->first_set = 1;
 		return whole(where, key, v, 0, TOPO_MAX_RANKS, &j->first_node, err, errlen);
 	}
-	if (job_section(key))
+	if (in_sections(key, job_sections, ARRAY_SIZE(job_sections)))
 		return 1;  /* a section key: the scenario's */
-	if (!strchr(key, '.'))
-		return sim_errf(err, errlen, "%s: %s: not a job key (name, nodes, first_node, or "
-				"the sections model, training, parallel and compute)", where, key);
-	return sim_errf(err, errlen, "%s: %s: the cluster, sim, variability and failures "
-			"sections are the whole cluster's: set them at the top level", where, key);
+	if (in_sections(key, cluster_sections, ARRAY_SIZE(cluster_sections)))
+		return sim_errf(err, errlen, "%s: %s: the cluster, sim, variability and failures "
+				"sections are the whole cluster's: set them at the top level", where,
+				key);
+	return sim_errf(err, errlen, "%s: %s: not a job key (name, nodes, first_node, or the "
+			"sections model, training, parallel and compute)", where, key);
 }
 
 /* Append kv entry e (key replaced by `key`) to out. */
@@ -167,7 +170,7 @@ static int job_inputs(const char *path, const struct scn_kvs *kv, const char *co
 		if (rc < 0)
 			return -1;
 		if (rc == 1)
-			jsets[(*njsets)++] = rest;
+			jsets[(*njsets)++] = rest;  /* its errors name the job (load_jobs) */
 	}
 	return 0;
 }
@@ -201,8 +204,8 @@ static int place(struct scn_jobs *js, char *err, size_t errlen)
 		next = j->first_node + j->nodes;
 		if (next > c->nodes || next < j->first_node)
 			return sim_errf(err, errlen, "%s: jobs[%zu] (%s): %ss %u to %u, but the cluster "
-					"has %u (cluster.nodes)", js->top.path, i, j->name, unit,
-					j->first_node, next - 1, c->nodes);
+					"has %ss 0 to %u (cluster.nodes %u)", js->top.path, i, j->name,
+					unit, j->first_node, next - 1, unit, c->nodes - 1, c->nodes);
 		for (size_t k = 0; k < i; k++) {
 			const struct scn_job *o = &js->job[k];
 			if (!strcmp(o->name, j->name))
@@ -244,6 +247,12 @@ static int load_jobs(struct scn_jobs *js, const char *path, const struct scn_kvs
 	free(plain);
 	if (rc < 0)
 		return -1;
+	const char *unit = js->top.cluster.kind == TOPO_IDEAL ? "GPU" : "node";
+	uint64_t gpus = (uint64_t)js->top.cluster.nodes *
+			(js->top.cluster.kind == TOPO_IDEAL ? 1 : js->top.cluster.gpus_per_node);
+	if (gpus > TOPO_MAX_RANKS)
+		return sim_errf(err, errlen, "%s: cluster: %llu GPUs, at most %u", path,
+				(unsigned long long)gpus, TOPO_MAX_RANKS);
 	js->n = kv->jobs;
 	js->job = xcalloc(js->n, sizeof(*js->job));
 	const char **jsets = xcalloc(nsets + 1, sizeof(char *));
@@ -259,8 +268,8 @@ static int load_jobs(struct scn_jobs *js, const char *path, const struct scn_kvs
 		char why[SCN_ERRLEN];
 		if (rc == 0 && scn_load_kvs(&j->s, path, &jkv, jsets, njsets, j->nodes,
 					    SCN_CHECK_ALL, why, sizeof(why)) < 0)
-			rc = sim_errf(err, errlen, "jobs[%zu] (%s) on %u node%s: %s", i, j->name,
-				      j->nodes, j->nodes == 1 ? "" : "s", why);
+			rc = sim_errf(err, errlen, "jobs[%zu] (%s) on %u %s%s: %s", i, j->name,
+				      j->nodes, unit, j->nodes == 1 ? "" : "s", why);
 		scn_kvs_free(&jkv);
 	}
 	free(jsets);

@@ -431,15 +431,15 @@ void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu
 	printf("; seed %llu\n", seed);
 }
 
-void cli_print_failures(double job_mtbf_s, unsigned gpus, double checkpoint_bytes,
-			double checkpoint_s, double interval_s, double young_s, double goodput,
-			double interruptions, double useful_s)
+void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
+			double checkpoint_bytes, double checkpoint_s, double interval_s,
+			double young_s, double goodput, double interruptions, double useful_s)
 {
 	if (!(job_mtbf_s > 0))
 		return;
-	printf("  failures    job MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
+	printf("%sjob MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
 	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
-	       "training in %.1f days\n", job_mtbf_s / 3600, gpus, checkpoint_bytes / 1e9,
+	       "training in %.1f days\n", label, job_mtbf_s / 3600, gpus, checkpoint_bytes / 1e9,
 	       checkpoint_s, interval_s, young_s, goodput, interruptions, useful_s / 86400,
 	       useful_s / (goodput > 0 ? goodput : 1) / 86400);
 }

@@ -126,9 +126,10 @@ void cli_print_steps(unsigned steps, double p50, double p90, double p99, double 
 void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu, double gpu_cv,
 			   unsigned stragglers, double slowdown, const unsigned *ranks,
 			   unsigned nranks, unsigned long long seed);
-void cli_print_failures(double job_mtbf_s, unsigned gpus, double checkpoint_bytes,
-			double checkpoint_s, double interval_s, double young_s, double goodput,
-			double interruptions, double useful_s);
+/* label: the line's start ("  failures    "). */
+void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
+			double checkpoint_bytes, double checkpoint_s, double interval_s,
+			double young_s, double goodput, double interruptions, double useful_s);
 
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
@@ -155,6 +156,7 @@ int cli_run_jobs(struct cli_args *a, struct scn_jobs *js);
  * caller prints the first line and the variability line), or the JSON. */
 struct sim_store_job_row;
 struct par_link_share;
+struct par_goodput;
 struct cli_jobs_view {
 	const char *gpu, *preset, *fidelity;
 	unsigned gpus, steps;
@@ -163,12 +165,19 @@ struct cli_jobs_view {
 	size_t n;
 	const struct par_link_share *links;     /* busiest first            */
 	size_t nlinks;
+	const struct par_goodput *goodput;     /* per job: failures (0: none) */
 	const unsigned *stragglers;
 	unsigned nstragglers;
 	unsigned long long events;
 	double wall_s;
 };
 void cli_jobs_text(const struct cli_jobs_view *v);
+/* A job's failures figures as stored and printed: their keys (metrics
+ * job.NAME.failures.KEY, JSON "failures") and values in that order. */
+#define CLI_GOODPUT_N 8
+extern const char *const cli_goodput_keys[CLI_GOODPUT_N];
+void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N]);
+void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N]);
 void cli_jobs_json(const struct cli_jobs_view *v);
 
 /*

@@ -673,13 +673,26 @@ static void add_line(struct steps_line **lines, size_t *n, long long run, const 
 	snprintf(l->prefix, sizeof(l->prefix), "%s", prefix);
 }
 
+static int has_jobs_table(struct plotctx *c)
+{
+	sqlite3_stmt *q;
+	int has = 0;
+	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+			       "name = 'jobs'", -1, &q, NULL) == SQLITE_OK)
+		has = sqlite3_step(q) == SQLITE_ROW;
+	sqlite3_finalize(q);
+	return has;
+}
+
 /* A run's lines: its steps, or for a run of several jobs each job's steps
  * alone and shared (from its jobs rows). */
 static int run_lines(struct plotctx *c, long long run, struct steps_line **lines, size_t *n)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(c->db, "SELECT name FROM jobs WHERE run_id = ? ORDER BY job", -1, &q,
-			       NULL) != SQLITE_OK)
+	/* A file of schema 3, opened read-only, has no jobs table: no jobs. */
+	const char *sql = has_jobs_table(c) ? "SELECT name FROM jobs WHERE run_id = ? ORDER BY job"
+					    : "SELECT NULL WHERE ? IS NULL";
+	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) != SQLITE_OK)
 		return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
 				 sqlite3_errmsg(c->db));
 	sqlite3_bind_int64(q, 1, run);
@@ -722,8 +735,8 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(c->db, "SELECT r.id FROM runs r WHERE r.status = 'complete' AND "
 			       "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND "
-			       "(m.name = 'step.1' OR m.name GLOB 'job.*.step.1')) ORDER BY r.id", -1, &q,
-			       NULL) != SQLITE_OK)
+			       "(m.name = 'step.1' OR m.name GLOB 'job.*.alone.step.1')) ORDER BY r.id",
+			       -1, &q, NULL) != SQLITE_OK)
 		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
 				 sqlite3_errmsg(c->db));
 	size_t cap = 0;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/train.h"
 #include "sim/store.h"
@@ -31,7 +32,7 @@ static const struct cli_opt report_opts[] = {
 
 /* One figure of the run: a metrics row, or a column of its runs row. */
 struct metric {
-	char name[40];
+	char name[112];           /* job.NAME.failures.checkpoint_bytes fits */
 	double v;
 };
 
@@ -247,11 +248,11 @@ static void text_time(struct report *r)
 			metric(r, "step_time_p90_s"), metric(r, "step_time_p99_s"),
 			metric(r, "step_time_min_s"), metric(r, "step_time_max_s"));
 	text_variability(r);
-	cli_print_failures(metric(r, "failures.job_mtbf_s"), metric_u(r, "gpus"),
-			   metric(r, "failures.checkpoint_bytes"), metric(r, "failures.checkpoint_s"),
-			   metric(r, "failures.interval_s"), metric(r, "failures.young_s"),
-			   metric(r, "failures.goodput"), metric(r, "failures.interruptions"),
-			   metric(r, "failures.useful_s"));
+	cli_print_failures("  failures    ", metric(r, "failures.job_mtbf_s"),
+			   metric_u(r, "gpus"), metric(r, "failures.checkpoint_bytes"),
+			   metric(r, "failures.checkpoint_s"), metric(r, "failures.interval_s"),
+			   metric(r, "failures.young_s"), metric(r, "failures.goodput"),
+			   metric(r, "failures.interruptions"), metric(r, "failures.useful_s"));
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", crit, metric(r, "compute_s"), metric(r, "exposed_comm_s"), bubble,
 	       metric(r, "idle_s"));
@@ -579,6 +580,17 @@ static int print_jobs(struct report *r, int json)
 		snprintf(name, sizeof(name), "straggler.%u", i);
 		stragglers[i] = metric_u(r, name);
 	}
+	struct par_goodput goodput[PAR_MAX_JOBS];
+	for (size_t i = 0; i < n; i++) {
+		double g[CLI_GOODPUT_N];
+		for (size_t k = 0; k < CLI_GOODPUT_N; k++) {
+			char name[112];
+			snprintf(name, sizeof(name), "job.%s.failures.%s", job[i].name,
+				 cli_goodput_keys[k]);
+			g[k] = metric(r, name);
+		}
+		cli_goodput_from(&goodput[i], g);
+	}
 	int ideal = !strcmp(cfg_str(r, "cluster.topology", topo, sizeof(topo)), "ideal");
 	struct cli_jobs_view v = {
 		.gpu = cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
@@ -586,7 +598,7 @@ static int print_jobs(struct report *r, int json)
 		.fidelity = cfg_str(r, "sim.fidelity", fid, sizeof(fid)),
 		.gpus = cfg_u(r, "cluster.nodes") * (ideal ? 1 : cfg_u(r, "cluster.gpus_per_node")),
 		.steps = metric_u(r, "steps"), .ideal = ideal, .job = job, .n = n, .links = links,
-		.nlinks = nlinks, .stragglers = stragglers, .nstragglers = ns,
+		.nlinks = nlinks, .goodput = goodput, .stragglers = stragglers, .nstragglers = ns,
 		.events = (unsigned long long)metric(r, "run.events"), .wall_s = metric(r, "run.wall_s"),
 	};
 	if (json) {

@@ -321,8 +321,9 @@ static void print_text(const struct scn *s, const struct par_report *r)
 			      r->nstragglers,
 			      (unsigned long long)s->sim.seed);
 	const struct par_goodput *g = &r->goodput;
-	cli_print_failures(g->job_mtbf_s, r->gpus, g->checkpoint_bytes, g->checkpoint_s,
-			   g->interval_s, g->young_s, g->goodput, g->failures, g->useful_s);
+	cli_print_failures("  failures    ", g->job_mtbf_s, r->gpus, g->checkpoint_bytes,
+			   g->checkpoint_s, g->interval_s, g->young_s, g->goodput, g->failures,
+			   g->useful_s);
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);

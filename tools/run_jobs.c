@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "parallel/compute.h"
+#include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/layout.h"
 #include "parallel/train.h"
@@ -35,6 +36,7 @@ struct jobs_cli {
 	struct par_jobs run;
 	struct par_jobs_result res;
 	struct sim_store_job_row row[PAR_MAX_JOBS];
+	struct par_goodput goodput[PAR_MAX_JOBS];
 	struct sim_store *st;
 };
 
@@ -174,6 +176,7 @@ static void rows_of(struct jobs_cli *c)
 		snprintf(w->strategy, sizeof(w->strategy), "%s", al->strategy);
 		row_steps(al, &w->alone);
 		row_steps(&c->res.shared[i], &w->shared);
+		c->goodput[i] = al->goodput;
 	}
 }
 
@@ -207,6 +210,17 @@ static int store_results(struct jobs_cli *c)
 		if (sim_store_metric(c->st, name, r->stragglers[i]) < 0)
 			return -1;
 	}
+	for (size_t i = 0; i < c->run.n && c->goodput[i].job_mtbf_s > 0; i++) {
+		double v[CLI_GOODPUT_N];
+		cli_goodput_values(&c->goodput[i], v);
+		for (size_t k = 0; k < CLI_GOODPUT_N; k++) {
+			char name[112];
+			snprintf(name, sizeof(name), "job.%s.failures.%s", c->row[i].name,
+				 cli_goodput_keys[k]);
+			if (sim_store_metric(c->st, name, v[k]) < 0)
+				return -1;
+		}
+	}
 	const struct { const char *name; double v; } m[] = {
 		{ "jobs", (double)c->run.n }, { "jobs.shared_links", (double)r->nlinks },
 		{ "steps", c->run.steps }, { "stragglers.n", r->nstragglers },
@@ -219,12 +233,33 @@ static int store_results(struct jobs_cli *c)
 
 /* ---- the report (run and report) ------------------------------------------------ */
 
+const char *const cli_goodput_keys[CLI_GOODPUT_N] = {
+	"job_mtbf_s", "checkpoint_bytes", "checkpoint_s", "young_s", "interval_s", "goodput",
+	"interruptions", "useful_s",
+};
+
+void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N])
+{
+	const double x[CLI_GOODPUT_N] = { g->job_mtbf_s, g->checkpoint_bytes, g->checkpoint_s,
+					  g->young_s, g->interval_s, g->goodput, g->failures,
+					  g->useful_s };
+	memcpy(v, x, sizeof(x));
+}
+
+void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N])
+{
+	*g = (struct par_goodput){
+		.job_mtbf_s = v[0], .checkpoint_bytes = v[1], .checkpoint_s = v[2], .young_s = v[3],
+		.interval_s = v[4], .goodput = v[5], .failures = v[6], .useful_s = v[7],
+	};
+}
+
 void cli_jobs_text(const struct cli_jobs_view *v)
 {
 	const char *unit = v->ideal ? "GPUs" : "nodes";
-	printf("  cluster     %u x %s (%s), %s fidelity; %zu jobs, timed until each has %u "
-	       "step%s\n", v->gpus, v->gpu, v->preset, v->fidelity, v->n, v->steps,
-	       v->steps == 1 ? "" : "s");
+	printf("  cluster     %u x %s (%s), %s fidelity; %zu job%s, timed until each has %u "
+	       "step%s\n", v->gpus, v->gpu, v->preset, v->fidelity, v->n, v->n == 1 ? "" : "s",
+	       v->steps, v->steps == 1 ? "" : "s");
 	for (size_t i = 0; i < v->n; i++) {
 		const struct sim_store_job_row *j = &v->job[i];
 		const struct sim_store_job_steps *al = &j->alone, *sh = &j->shared;
@@ -244,6 +279,10 @@ void cli_jobs_text(const struct cli_jobs_view *v)
 			printf("              steps %u / %u: p50 %.6f / %.6f s, p99 %.6f / %.6f s "
 			       "(alone / shared)\n", al->steps, sh->steps, al->p50_s, sh->p50_s,
 			       al->p99_s, sh->p99_s);
+		const struct par_goodput *g = &v->goodput[i];
+		cli_print_failures("              failures: ", g->job_mtbf_s, j->gpus,
+				   g->checkpoint_bytes, g->checkpoint_s, g->interval_s, g->young_s,
+				   g->goodput, g->failures, g->useful_s);
 	}
 	if (!v->nlinks) {
 		printf("  links       no link carries more than one job's traffic\n");
@@ -282,6 +321,14 @@ void cli_jobs_json(const struct cli_jobs_view *v)
 		       j->first_node, j->nodes, j->first_rank, j->gpus, j->dp, j->tp, j->pp, j->cp,
 		       j->strategy, j->params, j->peak_bytes, j->capacity_bytes,
 		       j->fits ? "true" : "false");
+		if (v->goodput[i].job_mtbf_s > 0) {
+			double g[CLI_GOODPUT_N];
+			cli_goodput_values(&v->goodput[i], g);
+			printf(",\"failures\":{");
+			for (size_t k = 0; k < CLI_GOODPUT_N; k++)
+				printf("%s\"%s\":%.17g", k ? "," : "", cli_goodput_keys[k], g[k]);
+			printf("}");
+		}
 		if (j->fits) {
 			printf(",\"alone\":");
 			steps_json(&j->alone);
@@ -315,7 +362,8 @@ static void view_of(const struct jobs_cli *c, double wall_s, struct cli_jobs_vie
 		.gpu = cl->gpu, .preset = cl->preset, .gpus = cl->nodes * gpus_per_node(cl),
 		.ideal = cl->kind == TOPO_IDEAL, .steps = c->run.steps,
 		.fidelity = sim_fidelity_name(c->js->top.sim.fidelity), .job = c->row, .n = c->run.n,
-		.links = c->res.links, .nlinks = c->res.nlinks, .stragglers = c->res.stragglers,
+		.links = c->res.links, .nlinks = c->res.nlinks, .goodput = c->goodput,
+		.stragglers = c->res.stragglers,
 		.nstragglers = c->res.nstragglers, .events = c->res.events, .wall_s = wall_s,
 	};
 }
@@ -351,7 +399,7 @@ static int all_fit(const struct jobs_cli *c)
 /* Simulate, store and print; rc so far in, rc out. */
 static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 {
-	char err[1024];
+	char err[1024] = "";
 	const char *path = c->js->top.path;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -359,7 +407,7 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		return cli_error(a, CLI_BADINPUT, "%s: %s", path, err);
 	int fits = all_fit(c), rc = CLI_OK;
 	enum scn_record mode = c->js->top.sim.record;
-	if (mode == SCN_RECORD_SAMPLE)
+	if (mode == SCN_RECORD_SAMPLE && cli_has(a, "db"))
 		return cli_error(a, CLI_BADINPUT, "%s: sim.record: sample picks ranks of one job; "
 				 "with several jobs use all, none or auto", path);
 	if (mode == SCN_RECORD_AUTO)
@@ -369,13 +417,15 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 	if (fits && cli_has(a, "db") && (rc = store_begin(a, c, mode)) != CLI_OK)
 		return rc;
 	if (fits) {
-		par_jobs_result_free(&c->res, c->run.n);
+		par_jobs_result_free(&c->res);
 		if (par_jobs_run(&c->run, &c->res, err, sizeof(err)) < 0)
 			rc = cli_error(a, CLI_FAIL, "%s: the jobs could not finish: %s", path, err);
 	}
 	rows_of(c);
-	if (!rc && c->st && store_results(c) < 0)
-		rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
+	if (!rc && c->st && store_results(c) < 0) {
+		snprintf(err, sizeof(err), "%s", sim_store_error(c->st));
+		rc = cli_error(a, CLI_FAIL, "--db: %s", err);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (rc && c->st)
@@ -402,7 +452,7 @@ int cli_run_jobs(struct cli_args *a, struct scn_jobs *js)
 	int rc = jobs_setup(a, &c);
 	if (rc == CLI_OK)
 		rc = jobs_go(a, &c);
-	par_jobs_result_free(&c.res, js->n);
+	par_jobs_result_free(&c.res);
 	sim_store_close(c.st);
 	for (size_t i = 0; i < js->n; i++)
 		par_compute_model_free(c.cm[i]);

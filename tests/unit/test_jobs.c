@@ -96,7 +96,7 @@ static void two_run(struct two *t)
 
 static void two_free(struct two *t)
 {
-	par_jobs_result_free(&t->res, 2);
+	par_jobs_result_free(&t->res);
 	for (int i = 0; i < 2; i++)
 		par_compute_model_free(t->cm[i]);
 	scn_jobs_free(&t->js);
@@ -231,11 +231,11 @@ START_TEST(plan_errors)
 	t.job[1].first_rank = 8;
 	ck_assert_int_eq(par_jobs_plan(&t.run, &t.res, err, sizeof err), -1);
 	ck_assert_msg(strstr(err, "job b: its GPUs (8 to 23) overlap job a's (0 to 15)"), "%s", err);
-	par_jobs_result_free(&t.res, 2);
+	par_jobs_result_free(&t.res);
 	t.job[1].first_rank = 40;
 	ck_assert_int_eq(par_jobs_plan(&t.run, &t.res, err, sizeof err), -1);
 	ck_assert_msg(strstr(err, "job b: GPUs 40 to 55, but the cluster has 48"), "%s", err);
-	par_jobs_result_free(&t.res, 2);
+	par_jobs_result_free(&t.res);
 	t.job[1].first_rank = 16;
 	t.run.sim.fidelity = SIM_FIDELITY_ANALYTIC;
 	ck_assert_int_eq(par_jobs_plan(&t.run, &t.res, err, sizeof err), -1);
