@@ -485,6 +485,9 @@ struct coll_inst {
 	struct sim_event ev;          /* closed-form completion            */
 	double time_s;                /* analytic: the closed form         */
 	uint32_t group;
+	uint32_t chain;               /* collectives it stands for (>= 1)  */
+	sim_ps *chain_end;            /* chain > 1: each op's end, from the
+				       * start of the first (closed form)  */
 	const struct sim_op *op;      /* the first joiner's op             */
 	const struct sim_coll_algo *algo;
 	unsigned channels_asked;
@@ -503,6 +506,7 @@ static void inst_free(struct coll_inst *in)
 {
 	if (in->plan != &in->plan1)
 		free(in->plan);
+	free(in->chain_end);
 	free(in->order);
 	free(in->vpos);
 	free(in->m);
@@ -546,6 +550,7 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 	in->time_s = choice->time_s;
 	in->ev.fire = analytic_fire;
 	in->group = group;
+	in->chain = 1;
 	in->op = op;
 	in->channels_asked = op->channels;
 	in->chan_left = (uint16_t *)(in + 1);
@@ -597,8 +602,9 @@ static void group_retire(struct sim *sim, uint32_t group)
 	struct sim_group *g = &sim->groups[group];
 	uint32_t k = 0;
 	while (k < g->nlive && g->live[k] && g->live[k]->finished == sim_group_present(sim, group)) {
+		uint32_t span = g->live[k]->chain;  /* a chain holds the next seqs */
 		inst_free(g->live[k]);
-		k++;
+		k += span;
 	}
 	if (!k)
 		return;
@@ -612,10 +618,14 @@ static void member_finish(struct sim *sim, struct coll_inst *in, uint32_t member
 {
 	const struct sim_group *g = &sim->groups[in->group];
 	in->finished++;
-	if (later)
+	if (later) {
+		BUG_ON(in->chain > 1);
 		sim_stream_finish_later(sim, g->ranks[member], in->stream[member]);
-	else
-		sim_stream_finish(sim, g->ranks[member], in->stream[member]);
+		return;
+	}
+	sim->chain_end = in->chain_end;  /* for the recorder: each op's end */
+	sim_stream_finish(sim, g->ranks[member], in->stream[member]);
+	sim->chain_end = NULL;
 }
 
 static void analytic_fire(struct sim *sim, struct sim_event *ev)
@@ -714,37 +724,100 @@ static void xfer_arrived(struct sim *sim, struct sim_xfer *x)
 	group_retire(sim, group);
 }
 
-void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op)
+/*
+ * Can a chain of collectives on group g be one closed-form instance? Only
+ * if every present member runs the joiner's program (and has started it):
+ * then each will join the same chain as its next collectives on the group,
+ * at the same sequence numbers. Costed in closed form, the instances of a
+ * group do not wait for one another, so a collective that another stream
+ * joins while the chain runs has the time it would have had; only its
+ * sequence number moves past the chain's, for every member alike.
+ * O(members), once per chain.
+ */
+static int chain_ok(struct sim *sim, uint32_t rank, const struct sim_group *g)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct sim_rank *m = &sim->ranks[g->ranks[i]];
+		if (sim_rank_present(sim, g->ranks[i]) && (m->prog != r->prog || !m->left))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Make a new closed-form instance stand for the chain of `chain` collectives
+ * that start at the head of the joiner's stream: each op's end from the
+ * first's start, the sum of their closed forms rounded one by one, as one
+ * event per op would have them. 0, or -1 (the run failed).
+ */
+static int chain_plan(struct sim *sim, struct coll_inst *in, uint32_t seq, uint32_t rank,
+		      unsigned stream, uint32_t chain)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream]];
+	struct sim_group *g = &sim->groups[in->group];
+	char err[256];
+	in->chain_end = xmalloc(chain * sizeof(sim_ps));
+	sim_ps t = 0;
+	for (uint32_t k = 0; k < chain; k++) {
+		const struct sim_op *op = &r->prog->ops[h[k].op];
+		const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
+		if (!c) {
+			sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
+			return -1;
+		}
+		t += sim_ps_from_s(c->time_s);
+		in->chain_end[k] = t;
+	}
+	in->chain = chain;
+	/* The chain holds sequence numbers seq .. seq + chain - 1. */
+	uint32_t last = seq - g->base_seq + chain - 1;
+	g->live = xgrow_zeroed(g->live, &g->livecap, last, sizeof(*g->live), 4);
+	g->nlive = last + 1;
+	return 0;
+}
+
+uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op,
+		       uint32_t chain)
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(op->group >= r->ngroups);
 	const struct sim_rank_slot *sl = &r->slot[op->group];
 	uint32_t group = sl->group, member = sl->member;
-	uint32_t seq = r->slot[sl->seq_slot].seq++;
+	uint32_t *seq = &r->slot[sl->seq_slot].seq;
 	struct sim_group *g = &sim->groups[group];
 	if (g->n == 1) {  /* nothing to exchange */
+		(*seq)++;
 		sim_stream_finish_later(sim, rank, stream);
-		return;
+		return 1;
 	}
-	struct coll_inst *in = inst_get(sim, group, seq, op);
+	int fresh = *seq - g->base_seq >= g->nlive || !g->live[*seq - g->base_seq];
+	struct coll_inst *in = inst_get(sim, group, *seq, op);
 	if (!in)
-		return;
+		return 1;
+	if (fresh && chain > 1 && coll_closed_form(sim, group) &&
+	    chain_ok(sim, rank, g) && chain_plan(sim, in, *seq, rank, stream, chain) < 0)
+		return 1;
+	*seq += in->chain;
 	const struct sim_op *o = in->op;  /* members of one program share it */
-	if (o != op && (o->coll != op->coll || o->bytes != op->bytes || o->algo != op->algo ||
-			o->channels != op->channels || o->peer != op->peer)) {
+	if (o != op && (in->chain > 1 || o->coll != op->coll || o->bytes != op->bytes ||
+			o->algo != op->algo || o->channels != op->channels || o->peer != op->peer)) {
 		sim_fail(sim, "rank %u joined collective #%u of its group as '%s' (%s, %.0f B), "
-			 "but another member joined it as '%s' (%s, %.0f B)", rank, seq, op->name,
-			 sim_coll_op_name(op->coll), op->bytes, o->name,
+			 "but another member joined it as '%s' (%s, %.0f B)", rank,
+			 *seq - in->chain, op->name, sim_coll_op_name(op->coll), op->bytes, o->name,
 			 sim_coll_op_name(o->coll), o->bytes);
-		return;
+		return 1;
 	}
 	in->stream[member] = (uint8_t)stream;
 	in->joined++;
 	if (coll_closed_form(sim, group)) {
 		if (in->joined == sim_group_present(sim, group)) {
-			sim_schedule(sim, sim->now + sim_ps_from_s(in->time_s), &in->ev);
+			sim_ps t = in->chain > 1 ? in->chain_end[in->chain - 1]
+						 : sim_ps_from_s(in->time_s);
+			sim_schedule(sim, sim->now + t, &in->ev);
 		}
-		return;
+		return in->chain;
 	}
 	for (uint32_t c = 0; c < in->plan->channels; c++) {
 		uint32_t v = in->vpos[(size_t)c * g->n + member];
@@ -752,4 +825,5 @@ void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct
 			channel_done(sim, in, c, v, 1);
 	}
 	group_retire(sim, group);
+	return 1;
 }

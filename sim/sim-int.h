@@ -179,6 +179,8 @@ struct sim {
 	double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op);
 	void *scale_ctx;             /* sim_set_compute_scale               */
 	const double *speed;         /* [rank], sim_set_rank_speed          */
+	const sim_ps *chain_end;     /* while coll.c finishes a member of a
+				      * chain: each op's end (run_record)   */
 	void (*rank_done)(void *ctx, struct sim *sim, uint32_t rank);
 	void *rank_done_ctx;         /* sim_set_rank_done                   */
 	uint32_t absent_gen;         /* changes of `absent` so far          */
@@ -200,7 +202,12 @@ const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsig
 uint32_t sim_group_present(struct sim *sim, uint32_t group);
 
 /* coll.c */
-void sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
+/* Join a collective: op, the head of the stream, which begins a chain of
+ * `chain` collectives on its group (run_n, 0 or 1: none). Returns the ops
+ * the join stands for: the chain where it is costed in closed form and
+ * every member runs this program, else 1. */
+uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op,
+		       uint32_t chain);
 void sim_group_free(struct sim_group *g);
 
 #endif

@@ -453,12 +453,18 @@ static uint16_t *program_waiters(struct sim_program *prog)
 	return waiters;
 }
 
-/* Can the compute run that ends with op (which is `waiters` of others)
- * take in the stream's next op? */
+/*
+ * Can the run that ends with op (which is `waiters` of others) take in the
+ * stream's next op? Compute ops run together; collectives on one group slot
+ * chain, the chain joined as one where it is costed in closed form (coll.c,
+ * sim_coll_join).
+ */
 static int run_extends(const struct sim_op *op, uint16_t waiters, const struct sim_op *next)
 {
-	return op->kind == SIM_OP_COMPUTE && !waiters && op->mem_bytes == 0 &&
-	       !(op->flags & SIM_OP_MARK) && next->kind == SIM_OP_COMPUTE && !next->ndeps;
+	if (waiters || op->mem_bytes != 0 || (op->flags & SIM_OP_MARK) || next->ndeps ||
+	    next->kind != op->kind)
+		return 0;
+	return op->kind == SIM_OP_COMPUTE || (op->kind == SIM_OP_COLL && next->group == op->group);
 }
 
 /* The hot records of one stream: each op's, then the runs, greedily. */
@@ -828,7 +834,7 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 		sim_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), &s->ev);
 		break;
 	case SIM_OP_COLL:
-		sim_coll_join(sim, rank, stream, &prog->ops[h->op]);
+		s->run = sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
 		break;
 	case SIM_OP_SEND:
 	case SIM_OP_RECV:
@@ -847,9 +853,11 @@ static void rank_try_start(struct sim *sim, uint32_t rank)
 }
 
 /*
- * A compute run has ended: record its ops with the times they had, one after
- * the other from the run's start (the last ends now: at a rank's speed the
- * ops' rounded times may add up to a few ps more or less than the run's).
+ * A run has ended: record its ops with the times they had, one after the
+ * other from the run's start. A compute run's last op ends now (at a rank's
+ * speed the ops' rounded times may add up to a few ps more or less than the
+ * run's); a chain of collectives ends op k at sim->chain_end[k] after the
+ * chain's closed-form start (coll.c sets it for the finish it is making).
  */
 static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 {
@@ -857,10 +865,13 @@ static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 	const struct sim_stream *s = &r->s[stream];
 	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream]];
 	sim_ps t = s->start;
+	BUG_ON(s->run > 1 && h->kind == SIM_OP_COLL && !sim->chain_end);
 	for (uint32_t k = 0; k < s->run; k++) {
 		const struct sim_op *op = &r->prog->ops[h[k].op];
 		sim_ps end = sim->now;
-		if (k + 1 < s->run) {
+		if (k + 1 < s->run && h->kind == SIM_OP_COLL) {  /* ends relative to the start */
+			end = sim->now - sim->chain_end[s->run - 1] + sim->chain_end[k];
+		} else if (k + 1 < s->run) {
 			sim_ps d = at_speed(sim, rank, op->dur_ps);
 			end = d < sim->now - t ? t + d : sim->now;
 		}

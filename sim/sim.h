@@ -246,7 +246,8 @@ struct sim_op {
 /*
  * What the engine reads of an op at the head of a stream, in one place: a
  * run of compute ops (run_n > 1, see sim.c) stands for run_n ops of total
- * duration run_ps.
+ * duration run_ps; a chain of collectives on one group (run_n > 1, kind
+ * COLL) may be joined as one where they are costed in closed form (coll.c).
  */
 struct sim_op_hot {
 	uint32_t op;         /* index into ops                                 */

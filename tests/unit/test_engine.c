@@ -985,6 +985,65 @@ START_TEST(test_absent_members)
 }
 END_TEST
 
+/*
+ * A chain of collectives on one group, costed in closed form (analytic):
+ * three all-reduces in a row on stream 1, after a 2 us kernel, then a
+ * kernel that waits for the last. Every member runs one program, so the
+ * chain is one event; each op is recorded with the times one event per op
+ * gives, and the step ends the same. Ranks of two programs (the same ops)
+ * do not chain: one event per all-reduce, the same times.
+ */
+static struct sim_program *chain_program(const double *n)
+{
+	struct sim_program *p = sim_program_new();
+	uint32_t w = sim_program_compute(p, 0, "w", 2 * US, 0, 0);
+	static const char *const names[3] = { "a", "b", "c" };
+	uint32_t last = 0;
+	for (int k = 0; k < 3; k++) {
+		last = sim_program_coll(p, 1, names[k], SIM_COLL_ALLREDUCE, &coll_ring, 0, n[k], 0,
+					0);
+		if (k == 0)
+			sim_program_dep(p, w);
+	}
+	sim_program_compute(p, 0, "after", 1 * US, 0, 0);
+	sim_program_dep(p, last);
+	return p;
+}
+
+START_TEST(test_coll_chain)
+{
+	const double n[3] = { 1e6, 4e6, 2e5 };
+	for (int two = 0; two < 2; two++) {
+		struct tsim ts;
+		tsim_init_f(&ts, TT_PAIRS, 4, 10e-6, 50e9, 0, SIM_FIDELITY_ANALYTIC);
+		struct sim_program *p = chain_program(n), *q = chain_program(n);
+		for (uint32_t r = 0; r < 4; r++)
+			tsim_start(&ts, r, two && r >= 2 ? q : p);
+		tsim_run_ok(&ts);
+		sim_ps t = 2 * US;
+		static const char *const names[3] = { "a", "b", "c" };
+		for (int k = 0; k < 3; k++) {
+			sim_ps d = sim_ps_from_s(sim_coll_time_s(ts.sim, ts.world, &coll_ring,
+								 SIM_COLL_ALLREDUCE, n[k], 0));
+			for (uint32_t r = 0; r < 4; r++)
+				ASSERT_RECORD(ts.rec, r, names[k], t, t + d);
+			t += d;
+		}
+		for (uint32_t r = 0; r < 4; r++) {
+			ASSERT_RECORD(ts.rec, r, "after", t, t + 1 * US);
+			ck_assert_int_eq(sim_rank_end(ts.sim, r), t + 1 * US);
+		}
+		/* w on 4 ranks, the all-reduces (one chain, or three), after on 4 */
+		ck_assert_msg(sim_events(ts.sim) == (two ? 11u : 9u), "%s: %llu events",
+			      two ? "two programs" : "one program",
+			      (unsigned long long)sim_events(ts.sim));
+		sim_program_free(p);
+		sim_program_free(q);
+		tsim_clear(&ts);
+	}
+}
+END_TEST
+
 /* A collective on a group of one finishes when it starts. */
 START_TEST(test_collective_one_member)
 {
@@ -1278,6 +1337,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);
+	tcase_add_test(tc, test_coll_chain);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
