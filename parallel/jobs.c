@@ -142,7 +142,7 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	}
 	sim_set_rank_done(sim, rank_done, &run);
 	for (size_t i = 0; i < k; i++)
-		step_begin(sim, &run.j[i].ev);
+		sim_schedule(sim, run.j[i].job->start_ps, &run.j[i].ev);
 	int rc = sim_run(sim);
 	if (rc < 0)
 		snprintf(err, errlen, "%s", sim_error(sim));

@@ -5,7 +5,8 @@
  * the report gives each job's step time both ways and the links that more
  * than one job's traffic crosses.
  *
- * Jobs step on their own clocks: a job starts its next step as soon as its
+ * Jobs step on their own clocks, each from its start time: a job starts its
+ * next step as soon as its
  * last rank ends the last one, whatever the others do. Every step is timed
  * until every job has timed sim.steps of them: a shorter job times more
  * steps, over the whole of the longer jobs' (their communication phases
@@ -37,6 +38,7 @@ struct par_job {
 	const char *name;
 	struct par_train train;
 	uint32_t first_rank;         /* its rank 0 is the cluster's GPU first_rank */
+	sim_ps start_ps;             /* its first step starts then (alone too) */
 };
 
 struct par_jobs {

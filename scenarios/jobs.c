@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "scenarios/scn-int.h"
+#include "sim/units.h"
 
 /* The keys of a job item besides its sections; help for docs/scenario.md. */
 static const struct {
@@ -39,6 +40,8 @@ static const struct {
 	  "the nodes it runs on (GPUs on the ideal cluster); its layout must fill them" },
 	{ "first_node", "integer", "after the previous job's",
 	  "its first node on the cluster (node 0 is ranks 0 to gpus_per_node - 1)" },
+	{ "start", "time", "0",
+	  "when its first step starts, together with the others (their phases' alignment)" },
 };
 
 /* Sections a job may set, and the whole cluster's. */
@@ -109,14 +112,22 @@ static int job_key(struct scn_job *j, const char *where, const char *key, const 
 		j->first_set = 1;
 		return whole(where, key, v, 0, TOPO_MAX_RANKS, &j->first_node, err, errlen);
 	}
+	if (!strcmp(key, "start")) {
+		char why[256];
+		if (sim_units_parse(SIM_UNIT_TIME, v, &j->start_s, why, sizeof(why)) < 0 ||
+		    !(j->start_s <= 86400))
+			return sim_errf(err, errlen, "%s: start: expected %s from 0 to 1 day, got "
+					"'%s'", where, sim_units_expect(SIM_UNIT_TIME), v);
+		return 0;
+	}
 	if (in_sections(key, job_sections, ARRAY_SIZE(job_sections)))
 		return 1;  /* a section key: the scenario's */
 	if (in_sections(key, cluster_sections, ARRAY_SIZE(cluster_sections)))
 		return sim_errf(err, errlen, "%s: %s: the cluster, sim, variability and failures "
 				"sections are the whole cluster's: set them at the top level", where,
 				key);
-	return sim_errf(err, errlen, "%s: %s: not a job key (name, nodes, first_node, or the "
-			"sections model, training, parallel and compute)", where, key);
+	return sim_errf(err, errlen, "%s: %s: not a job key (name, nodes, first_node, start, or "
+			"the sections model, training, parallel and compute)", where, key);
 }
 
 /* Append kv entry e (key replaced by `key`) to out. */
@@ -312,8 +323,8 @@ char *scn_jobs_json(const struct scn_jobs *js)
 		const struct scn_job *j = &js->job[i];
 		char *cfg = scn_json(&j->s);
 		next = xasprintf("%s%s{\"name\":\"%s\",\"nodes\":%u,\"first_node\":%u,"
-				 "\"scenario\":%s}", out, i ? "," : "", j->name, j->nodes,
-				 j->first_node, cfg);
+				 "\"start_s\":%.17g,\"scenario\":%s}", out, i ? "," : "", j->name,
+				 j->nodes, j->first_node, j->start_s, cfg);
 		free(cfg);
 		free(out);
 		out = next;

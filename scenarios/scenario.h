@@ -78,6 +78,7 @@ struct scn_job {
 	uint32_t nodes;               /* its share (GPUs on the ideal cluster)  */
 	uint32_t first_node;
 	int first_set;                /* first_node given                       */
+	double start_s;               /* its first step's start                 */
 	struct scn s;
 };
 
@@ -98,7 +99,7 @@ int scn_load_jobs(struct scn_jobs *js, const char *path, const char *const *sets
 void scn_jobs_free(struct scn_jobs *js);
 /* The effective configuration: the top level's keys as scn_json prints them
  * (the cluster, sim, variability and failures are the run's), and "jobs":
- * [{name, nodes, first_node, scenario: the job's scn_json}]. */
+ * [{name, nodes, first_node, start_s, scenario: the job's scn_json}]. */
 char *scn_jobs_json(const struct scn_jobs *js);
 /* docs/scenario.md: the keys of a job item. */
 void scn_job_keys_markdown(FILE *out);

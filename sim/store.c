@@ -178,7 +178,7 @@ static const char store_schema[] =
 	"  job INTEGER NOT NULL,\n"
 	"  name TEXT NOT NULL,\n"
 	"  model TEXT, strategy TEXT,\n"
-	"  first_node INTEGER, nodes INTEGER, first_rank INTEGER, gpus INTEGER,\n"
+	"  first_node INTEGER, nodes INTEGER, first_rank INTEGER, gpus INTEGER, start_s REAL,\n"
 	"  dp INTEGER, tp INTEGER, pp INTEGER, cp INTEGER,\n"
 	"  params REAL, peak_bytes REAL, capacity_bytes REAL, fits INTEGER,\n"
 	"  alone_step_time_s REAL, alone_p50_s REAL, alone_p90_s REAL, alone_p99_s REAL,\n"
@@ -277,9 +277,9 @@ static const char *const store_sql[STMT_N] = {
 			    " capacity_bytes, fits, alone_step_time_s, alone_p50_s, alone_p90_s,"
 			    " alone_p99_s, alone_tokens_per_s, alone_mfu, alone_steps,"
 			    " shared_step_time_s, shared_p50_s, shared_p90_s, shared_p99_s,"
-			    " shared_tokens_per_s, shared_mfu, shared_steps) VALUES (?, ?, ?, ?, ?,"
+			    " shared_tokens_per_s, shared_mfu, shared_steps, start_s) VALUES (?, ?,"
 			    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			    " ?, ?)",
+			    " ?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_JOB_LINK] = "INSERT INTO job_links (run_id, link, job, bw_Bps, bytes)"
 				 " VALUES (?, ?, ?, ?, ?)",
 	[STMT_END_RUN] = "UPDATE runs SET status = 'complete', sim_end_ps = ?,"
@@ -1154,6 +1154,7 @@ int sim_store_job(struct sim_store *st, const struct sim_store_job_row *row)
 	sqlite3_bind_double(s, 15, row->peak_bytes);
 	sqlite3_bind_double(s, 16, row->capacity_bytes);
 	sqlite3_bind_int(s, 17, row->fits);
+	sqlite3_bind_double(s, 32, row->start_s);
 	if (row->fits) {
 		bind_job_steps(s, 18, &row->alone);
 		bind_job_steps(s, 25, &row->shared);

@@ -96,6 +96,7 @@ struct sim_store_job_row {
 	uint32_t job;
 	char name[64], model[64], strategy[8];
 	uint32_t first_node, nodes, first_rank, gpus;
+	double start_s;               /* its first step's start                 */
 	uint32_t dp, tp, pp, cp;
 	double params, peak_bytes, capacity_bytes;
 	int fits;

@@ -506,7 +506,7 @@ static int read_jobs(struct report *r, struct sim_store_job_row *job, size_t *n)
 			       "fits, alone_step_time_s, alone_p50_s, alone_p90_s, alone_p99_s, "
 			       "alone_tokens_per_s, alone_mfu, alone_steps, shared_step_time_s, "
 			       "shared_p50_s, shared_p90_s, shared_p99_s, shared_tokens_per_s, "
-			       "shared_mfu, shared_steps FROM jobs "
+			       "shared_mfu, shared_steps, start_s FROM jobs "
 			       "WHERE run_id = ?1 ORDER BY job", -1, &q, NULL) != SQLITE_OK)
 		return db_fail(r);
 	sqlite3_bind_int64(q, 1, r->run);
@@ -527,6 +527,7 @@ static int read_jobs(struct report *r, struct sim_store_job_row *job, size_t *n)
 		j->fits = sqlite3_column_int(q, 15);
 		job_steps(q, 16, &j->alone);
 		job_steps(q, 23, &j->shared);
+		j->start_s = sqlite3_column_double(q, 30);
 	}
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? CLI_OK : db_fail(r);

@@ -59,6 +59,7 @@ static int jobs_setup(struct cli_args *a, struct jobs_cli *c)
 					 js->job[i].name, err);
 		c->job[i].name = js->job[i].name;
 		c->job[i].first_rank = js->job[i].first_node * gpus_per_node(&js->top.cluster);
+		c->job[i].start_ps = sim_ps_from_s(js->job[i].start_s);
 		cli_train_of(&c->job[i].train, s, c->cm[i]);
 	}
 	c->run = (struct par_jobs){
@@ -166,6 +167,7 @@ static void rows_of(struct jobs_cli *c)
 		struct sim_store_job_row *w = &c->row[i];
 		*w = (struct sim_store_job_row){
 			.job = (uint32_t)i, .first_node = j->first_node, .nodes = j->nodes,
+			.start_s = j->start_s,
 			.first_rank = c->job[i].first_rank, .gpus = al->gpus, .dp = al->dp,
 			.tp = j->s.parallel.tp, .pp = j->s.parallel.pp, .cp = j->s.parallel.cp,
 			.params = al->params, .peak_bytes = al->memory.peak,
@@ -267,6 +269,8 @@ void cli_jobs_text(const struct cli_jobs_view *v)
 		       "pp %u, cp %u\n", j->name, unit, j->first_node, j->first_node + j->nodes - 1,
 		       j->first_rank, j->first_rank + j->gpus - 1, j->model, j->model[0] ? ", " : "",
 		       j->params / 1e9, j->dp, j->strategy, j->tp, j->pp, j->cp);
+		if (j->start_s > 0)
+			printf("              starts at %.6f s\n", j->start_s);
 		printf("              memory peak %.2f GB of %.2f GB per GPU: %s\n",
 		       j->peak_bytes / 1e9, j->capacity_bytes / 1e9,
 		       j->fits ? "fits" : "OUT OF MEMORY");
@@ -315,10 +319,11 @@ void cli_jobs_json(const struct cli_jobs_view *v)
 	for (size_t i = 0; i < v->n; i++) {
 		const struct sim_store_job_row *j = &v->job[i];
 		printf("%s{\"name\":\"%s\",\"model\":\"%s\",\"first_node\":%u,\"nodes\":%u,"
-		       "\"first_rank\":%u,\"gpus\":%u,\"dp\":%u,\"tp\":%u,\"pp\":%u,\"cp\":%u,"
-		       "\"strategy\":\"%s\",\"params\":%.17g,\"memory\":{\"peak\":%.17g,"
-		       "\"capacity\":%.17g,\"fits\":%s}", i ? "," : "", j->name, j->model,
-		       j->first_node, j->nodes, j->first_rank, j->gpus, j->dp, j->tp, j->pp, j->cp,
+		       "\"first_rank\":%u,\"gpus\":%u,\"start_s\":%.9g,\"dp\":%u,\"tp\":%u,"
+		       "\"pp\":%u,\"cp\":%u,\"strategy\":\"%s\",\"params\":%.17g,\"memory\":{"
+		       "\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s}", i ? "," : "", j->name,
+		       j->model, j->first_node, j->nodes, j->first_rank, j->gpus, j->start_s, j->dp,
+		       j->tp, j->pp, j->cp,
 		       j->strategy, j->params, j->peak_bytes, j->capacity_bytes,
 		       j->fits ? "true" : "false");
 		if (v->goodput[i].job_mtbf_s > 0) {

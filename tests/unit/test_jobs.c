@@ -53,6 +53,7 @@ static void two_load(struct two *t, double oversub, unsigned steps, const char *
 		     unsigned a_node, unsigned b_node)
 {
 	char path[] = "/tmp/test_jobs.XXXXXX.yaml", err[SCN_ERRLEN] = "";
+	*t = (struct two){ 0 };
 	int fd = mkstemps(path, 5);
 	ck_assert_int_ge(fd, 0);
 	FILE *f = fdopen(fd, "w");
@@ -207,6 +208,32 @@ START_TEST(jitter_own_generator)
 }
 END_TEST
 
+/* A start offset moves where the jobs' phases meet: under one leaf each it
+ * changes nothing; crossing leaf 1 it changes the shared steps, the same
+ * way every time, and never a job's steps alone. */
+START_TEST(start_offset)
+{
+	struct two t, u, v;
+	two_load(&t, 2, 3, "none", 0, 2);
+	t.job[1].start_ps = 50 * 1000000000LL;    /* 50 ms */
+	two_run(&t);
+	for (int i = 0; i < 2; i++)
+		ck_assert(t.res.shared[i].step_time_s == t.res.alone[i].step_time_s);
+	two_load(&u, 2, 3, "none", 1, 3);
+	two_load(&v, 2, 3, "none", 1, 3);
+	v.job[1].start_ps = 50 * 1000000000LL;
+	two_run(&u);
+	two_run(&v);
+	ck_assert(u.res.alone[1].step_time_s == v.res.alone[1].step_time_s);
+	ck_assert_msg(u.res.shared[0].step_time_s != v.res.shared[0].step_time_s,
+		      "job a: %.12g s with b from 0, %.12g s with b from 50 ms",
+		      u.res.shared[0].step_time_s, v.res.shared[0].step_time_s);
+	two_free(&t);
+	two_free(&u);
+	two_free(&v);
+}
+END_TEST
+
 /* A job alone is the job as `run` simulates it on a cluster of its nodes. */
 START_TEST(alone_is_run)
 {
@@ -254,6 +281,7 @@ static Suite *jobs_suite(void)
 	tcase_add_test(tc, sharing_without_shortage);
 	tcase_add_test(tc, steps_repeat);
 	tcase_add_test(tc, jitter_own_generator);
+	tcase_add_test(tc, start_offset);
 	tcase_add_test(tc, alone_is_run);
 	tcase_add_test(tc, plan_errors);
 	suite_add_tcase(s, tc);

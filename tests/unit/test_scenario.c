@@ -991,7 +991,7 @@ START_TEST(jobs_load)
 	struct scn_jobs js;
 	put(path, sizeof path, "jobs.yaml", TWO_JOBS);
 	const char *sets[] = { "training.micro_batch=2", "jobs.1.training.global_batch=16",
-			       "jobs.1.name=b" };
+			       "jobs.1.name=b", "jobs.1.start=250ms" };
 	jobs_ok(&js, path, sets, NSETS(sets));
 	ck_assert_uint_eq(js.n, 2);
 	ck_assert_uint_eq(js.top.cluster.nodes, 16);
@@ -1000,6 +1000,8 @@ START_TEST(jobs_load)
 	ck_assert_str_eq(b->name, "b");
 	ck_assert_uint_eq(a->first_node, 0);
 	ck_assert_uint_eq(b->first_node, 12);
+	NEAR(a->start_s, 0, 0);
+	NEAR(b->start_s, 0.25, 1e-15);
 	ck_assert_uint_eq(a->s.cluster.nodes, 8);            /* its share */
 	ck_assert_uint_eq(b->s.cluster.nodes, 4);
 	ck_assert_uint_eq(a->s.training.seq, 1024);          /* the top level's */
@@ -1074,6 +1076,8 @@ static const struct {
 	  { ":9: jobs: expected a list of jobs", "mapping" } },
 	{ "list-in-job", TWO_JOBS "  - nodes: 1\n    model: {layers: [1]}\n", NULL,
 	  { ":22:", "jobs.2.model.layers: expected a value or a mapping, got a list" } },
+	{ "start-unit", TWO_JOBS, "jobs.0.start=5",
+	  { "--set jobs.0.start=5: start: expected" } },
 	{ "nodes-zero", TWO_JOBS, "jobs.0.nodes=0",
 	  { "--set jobs.0.nodes=0: nodes: expected a whole number from 1" } },
 };
