@@ -181,7 +181,7 @@ static int job_inputs(const char *path, const struct scn_kvs *kv, const char *co
 		if (rc < 0)
 			return -1;
 		if (rc == 1)
-			jsets[(*njsets)++] = rest;  /* its errors name the job (load_jobs) */
+			jsets[(*njsets)++] = sets[k];  /* load.c reads past "jobs.I." */
 	}
 	return 0;
 }
@@ -278,9 +278,15 @@ static int load_jobs(struct scn_jobs *js, const char *path, const struct scn_kvs
 				      "the job runs on)", path, i, j->name);
 		char why[SCN_ERRLEN];
 		if (rc == 0 && scn_load_kvs(&j->s, path, &jkv, jsets, njsets, j->nodes,
-					    SCN_CHECK_ALL, why, sizeof(why)) < 0)
-			rc = sim_errf(err, errlen, "jobs[%zu] (%s) on %u %s%s: %s", i, j->name,
-				      j->nodes, unit, j->nodes == 1 ? "" : "s", why);
+					    SCN_CHECK_ALL, why, sizeof(why)) < 0) {
+			/* "FILE: why" (no line: a check across keys) reads FILE: jobs[i] ...: why */
+			size_t n = strlen(path);
+			const char *w = !strncmp(why, path, n) && !strncmp(why + n, ": ", 2) ?
+					why + n + 2 : why;
+			rc = sim_errf(err, errlen, "%s%sjobs[%zu] (%s) on %u %s%s: %s",
+				      w != why ? path : "", w != why ? ": " : "", i, j->name,
+				      j->nodes, unit, j->nodes == 1 ? "" : "s", w);
+		}
 		scn_kvs_free(&jkv);
 	}
 	free(jsets);

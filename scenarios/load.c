@@ -120,6 +120,18 @@ struct where {
 	char text[1200];
 };
 
+/* The key of a --set line, after the "jobs.I." of a job's own (jobs.c
+ * passes only job I's to its scenario). */
+static const char *set_key(const char *set)
+{
+	if (strncmp(set, "jobs.", 5))
+		return set;
+	const char *p = set + 5;
+	while (isdigit((unsigned char)*p))
+		p++;
+	return *p == '.' && p > set + 5 ? p + 1 : set;
+}
+
 /* The value a key gets last: from --set if given there, else from the file. */
 static const char *last_value(const struct scn_kvs *kv, const char *const *sets, size_t nsets,
 			      const char *key, const char *path, struct where *w)
@@ -131,11 +143,13 @@ static const char *last_value(const struct scn_kvs *kv, const char *const *sets,
 			snprintf(w->text, sizeof(w->text), "%s:%d: %s", path, kv->v[i].line, key);
 		}
 	size_t n = strlen(key);
-	for (size_t i = 0; i < nsets; i++)
-		if (!strncmp(sets[i], key, n) && sets[i][n] == '=') {
-			v = sets[i] + n + 1;
+	for (size_t i = 0; i < nsets; i++) {
+		const char *k = set_key(sets[i]);
+		if (!strncmp(k, key, n) && k[n] == '=') {
+			v = k + n + 1;
 			snprintf(w->text, sizeof(w->text), "--set %s: %s", sets[i], key);
 		}
+	}
 	return v;
 }
 
@@ -160,10 +174,10 @@ static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char
 {
 	char why[SCN_ERRLEN], key[128];
 	for (size_t i = 0; i < nsets; i++) {
-		const char *eq = strchr(sets[i], '=');
-		if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof(key))
+		const char *k = set_key(sets[i]), *eq = strchr(k, '=');
+		if (!eq || eq == k || (size_t)(eq - k) >= sizeof(key))
 			return sim_errf(err, errlen, "--set %s: expected section.key=value", sets[i]);
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - sets[i]), sets[i]);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - k), k);
 		if (!strcmp(key, "cluster.preset") || !strcmp(key, "model.preset"))
 			continue;
 		if (scn_set(s, key, eq + 1, why, sizeof(why)) < 0)

@@ -265,10 +265,17 @@ void cli_jobs_text(const struct cli_jobs_view *v)
 	for (size_t i = 0; i < v->n; i++) {
 		const struct sim_store_job_row *j = &v->job[i];
 		const struct sim_store_job_steps *al = &j->alone, *sh = &j->shared;
-		printf("  job %-7s %s %u-%u (ranks %u-%u): %s%s%.2f B parameters; dp %u (%s), tp %u, "
-		       "pp %u, cp %u\n", j->name, unit, j->first_node, j->first_node + j->nodes - 1,
-		       j->first_rank, j->first_rank + j->gpus - 1, j->model, j->model[0] ? ", " : "",
-		       j->params / 1e9, j->dp, j->strategy, j->tp, j->pp, j->cp);
+		char where[64];
+		if (j->nodes == 1)
+			snprintf(where, sizeof(where), "%.*s %u", (int)strlen(unit) - 1, unit,
+				 j->first_node);
+		else
+			snprintf(where, sizeof(where), "%s %u-%u", unit, j->first_node,
+				 j->first_node + j->nodes - 1);
+		printf("  job %-7s %s (ranks %u-%u): %s%s%.2f B parameters; dp %u (%s), tp %u, "
+		       "pp %u, cp %u\n", j->name, where, j->first_rank, j->first_rank + j->gpus - 1,
+		       j->model, j->model[0] ? ", " : "", j->params / 1e9, j->dp, j->strategy, j->tp,
+		       j->pp, j->cp);
 		if (j->start_s > 0)
 			printf("              starts at %.6f s\n", j->start_s);
 		printf("              memory peak %.2f GB of %.2f GB per GPU: %s\n",
