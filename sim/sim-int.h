@@ -53,13 +53,20 @@ struct sim_xfer {
 /* A stream's event and running op; its head and busy flag are the rank's.
  * 32 bytes, aligned, so that a stream never straddles two cache lines. */
 struct sim_stream {
-	struct sim_event ev;         /* compute done, or a deferred finish  */
 	uint32_t rank;
 	uint8_t id;
 	uint8_t counted;             /* counts as communication in progress */
 	uint32_t run;                /* ops the running op stands for (>= 1) */
 	sim_ps start;
 } __attribute__((aligned(32)));
+
+/* Streams whose ops end at one time, fired from one heap entry (sim.c). */
+struct sim_bundle {
+	struct sim_event ev;
+	struct sim_bundle *next_free;
+	uint32_t n, cap;
+	struct sim_stream **s;       /* in the order they were scheduled    */
+};
 
 /* A rank's group slot: what a collective or a message on it reads, in 16
  * bytes. */
@@ -181,6 +188,11 @@ struct sim {
 	const double *speed;         /* [rank], sim_set_rank_speed          */
 	const sim_ps *chain_end;     /* while coll.c finishes a member of a
 				      * chain: each op's end (run_record)   */
+	struct sim_bundle *bundle;   /* the last heap entry, if a bundle of
+				      * streams still open (sim.c)          */
+	sim_ps bundle_t;
+	uint64_t bundle_seq;
+	struct sim_bundle *bundle_free;
 	void (*rank_done)(void *ctx, struct sim *sim, uint32_t rank);
 	void *rank_done_ctx;         /* sim_set_rank_done                   */
 	uint32_t absent_gen;         /* changes of `absent` so far          */

@@ -68,6 +68,9 @@ struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
 struct p2p_map;
 static void p2p_free(struct p2p_map *m);
 
+static void bundle_fire(struct sim *sim, struct sim_event *ev);
+static void bundles_free(struct sim *sim);
+
 void sim_free(struct sim *sim)
 {
 	if (!sim)
@@ -83,6 +86,16 @@ void sim_free(struct sim *sim)
 	free(sim->memberships);
 	free(sim->nmemberships);
 	p2p_free(sim->p2p);
+	while (sim->heap.n) {  /* bundles still queued (a failed run) */
+		struct sim_heap_entry e;
+		sim_heap_pop(&sim->heap, &e);
+		if (e.ev->fire == bundle_fire) {
+			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
+			b->next_free = sim->bundle_free;
+			sim->bundle_free = b;
+		}
+	}
+	bundles_free(sim);
 	free(sim->links);
 	free(sim->ranks);
 	free(sim->scratch);
@@ -157,7 +170,63 @@ uint64_t sim_schedule_seq(struct sim *sim, sim_ps t, struct sim_event *ev)
 
 static int report_stuck(struct sim *sim);
 
-static void stream_fire(struct sim *sim, struct sim_event *ev);
+/*
+ * Streams whose ops end at one time, scheduled one right after another (a
+ * tensor-parallel group's kernels after their collective), share one heap
+ * entry: a bundle, fired as the entries it stands for would have been, one
+ * stream after another in the order they were scheduled. Nothing can come
+ * between them: their sequence numbers would have been consecutive. A
+ * bundle is closed when another event is scheduled or it starts firing.
+ */
+static void bundle_fire(struct sim *sim, struct sim_event *ev);
+
+static void stream_schedule(struct sim *sim, sim_ps t, struct sim_stream *st)
+{
+	struct sim_bundle *b = sim->bundle;
+	if (!b || sim->bundle_t != t || sim->heap.next_seq != sim->bundle_seq + 1) {
+		b = sim->bundle_free;
+		if (b)
+			sim->bundle_free = b->next_free;
+		else
+			b = xcalloc(1, sizeof(*b));
+		b->ev.fire = bundle_fire;
+		b->n = 0;
+		sim->bundle = b;
+		sim->bundle_t = t;
+		sim->bundle_seq = sim_schedule_seq(sim, t, &b->ev);
+	}
+	if (b->n == b->cap)
+		b->s = xreallocarray(b->s, b->cap = b->cap ? 2 * b->cap : 8, sizeof(*b->s));
+	b->s[b->n++] = st;
+}
+
+static void bundle_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct sim_bundle *b = container_of(ev, struct sim_bundle, ev);
+	if (sim->bundle == b)
+		sim->bundle = NULL;
+	for (uint32_t i = 0; i < b->n && !sim->err; i++) {
+		if (i + 2 < b->n) {  /* the rank two ahead: cold lines */
+			const struct sim_rank *r = &sim->ranks[b->s[i + 2]->rank];
+			__builtin_prefetch(r);
+			__builtin_prefetch((const char *)r + 64);
+		}
+		if (i)
+			sim->events++;  /* one event per stream, as unbundled */
+		sim_stream_finish(sim, b->s[i]->rank, b->s[i]->id);
+	}
+	b->next_free = sim->bundle_free;
+	sim->bundle_free = b;
+}
+
+static void bundles_free(struct sim *sim)
+{
+	for (struct sim_bundle *b = sim->bundle_free, *n; b; b = n) {
+		n = b->next_free;
+		free(b->s);
+		free(b);
+	}
+}
 
 int sim_run(struct sim *sim)
 {
@@ -170,9 +239,9 @@ int sim_run(struct sim *sim)
 		 * group's compute ends together): while this one runs, fetch the
 		 * first lines of the next one's rank if it is a stream's. */
 		struct sim_event *next = sim_heap_peek(&sim->heap);
-		if (next && next->fire == stream_fire) {
-			const struct sim_rank *r =
-				&sim->ranks[container_of(next, struct sim_stream, ev)->rank];
+		if (next && next->fire == bundle_fire) {
+			const struct sim_bundle *b = container_of(next, struct sim_bundle, ev);
+			const struct sim_rank *r = &sim->ranks[b->s[0]->rank];
 			__builtin_prefetch(r);
 			__builtin_prefetch((const char *)r + 64);
 		}
@@ -785,11 +854,6 @@ const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank
 	return &r->st;
 }
 
-static void stream_fire(struct sim *sim, struct sim_event *ev)
-{
-	struct sim_stream *s = container_of(ev, struct sim_stream, ev);
-	sim_stream_finish(sim, s->rank, s->id);
-}
 
 const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream)
 {
@@ -827,11 +891,11 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 			if (sim->speed)
 				f *= sim->speed[rank];
 			BUG_ON(!(f > 0));
-			sim_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), &s->ev);
+			stream_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), s);
 			break;
 		}
 		s->run = h->run_n;
-		sim_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), &s->ev);
+		stream_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), s);
 		break;
 	case SIM_OP_COLL:
 		s->run = sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
@@ -916,7 +980,7 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)
 {
-	sim_schedule(sim, sim->now, &sim->ranks[rank].s[stream].ev);
+	stream_schedule(sim, sim->now, &sim->ranks[rank].s[stream]);
 }
 
 void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
@@ -959,7 +1023,7 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	memset(r->next, 0, sizeof(r->next));
 	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
 		r->s[s] = (struct sim_stream){
-			.ev.fire = stream_fire, .rank = rank, .id = (uint8_t)s,
+			.rank = rank, .id = (uint8_t)s,
 		};
 	BUG_ON(prog->nstreams > SIM_MAX_STREAMS);
 	rank_try_start(sim, rank);

@@ -1044,6 +1044,45 @@ START_TEST(test_coll_chain)
 }
 END_TEST
 
+/*
+ * Streams whose ops end at one time, scheduled one after another, share a
+ * heap entry (a bundle) but finish as separate events would: in the order
+ * they were scheduled, counted one event each. Rank 3 starts first with a
+ * longer kernel, then ranks 0-2 with equal ones (one bundle); their second
+ * kernels, scheduled as each finishes, bundle again; rank 3 ends last.
+ */
+START_TEST(test_bundle_order)
+{
+	struct tsim ts;
+	tsim_init_f(&ts, TT_PAIRS, 4, 10e-6, 50e9, 0, SIM_FIDELITY_ANALYTIC);
+	struct sim_program *p = sim_program_new(), *q = sim_program_new();
+	sim_program_compute(p, 0, "k1", 3 * US, 0, 0);
+	sim_program_compute(p, 1, "k2", 1 * US, 0, 0);
+	sim_program_dep(p, 0);
+	sim_program_compute(q, 0, "long", 7 * US, 0, 0);
+	tsim_start(&ts, 3, q);
+	for (uint32_t r = 0; r < 3; r++)
+		tsim_start(&ts, r, p);
+	tsim_run_ok(&ts);
+	static const struct { uint32_t rank; const char *name; sim_ps end; } want[] = {
+		{ 0, "k1", 3 * US }, { 1, "k1", 3 * US }, { 2, "k1", 3 * US },
+		{ 0, "k2", 4 * US }, { 1, "k2", 4 * US }, { 2, "k2", 4 * US },
+		{ 3, "long", 7 * US },
+	};
+	ck_assert_uint_eq(ts.rec->n, ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		ck_assert_msg(ts.rec->e[i].rank == want[i].rank &&
+			      !strcmp(ts.rec->e[i].op->name, want[i].name) &&
+			      ts.rec->e[i].end == want[i].end,
+			      "record %zu: rank %u '%s' ending at %lld ps", i, ts.rec->e[i].rank,
+			      ts.rec->e[i].op->name, (long long)ts.rec->e[i].end);
+	ck_assert_uint_eq(sim_events(ts.sim), 7);
+	sim_program_free(p);
+	sim_program_free(q);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* A collective on a group of one finishes when it starts. */
 START_TEST(test_collective_one_member)
 {
@@ -1338,6 +1377,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);
 	tcase_add_test(tc, test_coll_chain);
+	tcase_add_test(tc, test_bundle_order);
 	tcase_add_test(tc, test_rank_restart);
 	suite_add_tcase(s, tc);
 
