@@ -122,22 +122,23 @@ struct coll_choice {
 #define COLL_CHOICES 8
 
 struct sim_group {
+	/* What every join and finish reads, in the first cache line. */
 	uint32_t n;
 	uint32_t *ranks;
+	uint32_t npresent;            /* members not absent, counted at:  */
+	uint32_t npresent_gen;        /* sim.absent_gen + 1 (0: never)    */
+	/* Live collective instances, by sequence number from base_seq. */
+	struct coll_inst **live;
+	uint32_t base_seq, nlive, livecap;
 	/* Layout over nodes, built on first use (coll.c). */
 	uint32_t *by_node;      /* members sorted by node, stable          */
 	uint32_t *node_first;   /* nodes+1 offsets into by_node             */
 	uint32_t nodes, per_node;
-	uint32_t npresent;            /* members not absent, counted at:  */
-	uint32_t npresent_gen;        /* sim.absent_gen + 1 (0: never)    */
 	struct sim_coll_links basic;  /* ring-neighbour routes, once      */
 	uint8_t basic_done;
 	uint8_t choice_next;
 	struct coll_choice choice[COLL_CHOICES];
 	struct coll_links_memo *memo;
-	/* Live collective instances, by sequence number from base_seq. */
-	struct coll_inst **live;
-	uint32_t base_seq, nlive, livecap;
 };
 
 /*
