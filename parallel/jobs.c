@@ -40,11 +40,6 @@ struct jobs_run {
 
 #define NO_JOB UINT32_MAX
 
-static uint32_t cluster_gpus(const struct topo_config *c)
-{
-	return c->kind == TOPO_IDEAL ? c->nodes : c->nodes * c->gpus_per_node;
-}
-
 /*
  * Kernel jitter from the job's own generator (seeded by sim.seed and its
  * index): the draws follow its own events, so a job's draws are the same
@@ -105,7 +100,7 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 		    struct par_report *rep, struct crossed **crossed, size_t *ncrossed,
 		    struct par_jobs_result *out, char *err, size_t errlen)
 {
-	uint32_t n = cluster_gpus(js->cluster);
+	uint32_t n = (uint32_t)topo_config_gpus(js->cluster);
 	struct topo *topo = topo_new(js->cluster, n, err, errlen);
 	if (!topo)
 		return -1;
@@ -245,7 +240,7 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 	out->n = js->n;
 	out->alone = xcalloc(js->n, sizeof(struct par_report));
 	out->shared = xcalloc(js->n, sizeof(struct par_report));
-	uint32_t total = cluster_gpus(js->cluster);
+	uint32_t total = (uint32_t)topo_config_gpus(js->cluster);
 	char why[1024];
 	for (size_t i = 0; i < js->n; i++) {
 		const struct par_job *j = &js->job[i];

@@ -64,15 +64,10 @@ static const struct par_dp_strategy *dp_strategy(const struct par_layout *l)
 	return by_zero[l->zero];
 }
 
-static uint32_t gpus_of(const struct topo_config *c)
-{
-	return c->kind == TOPO_IDEAL ? c->nodes : c->nodes * c->gpus_per_node;
-}
-
 static uint32_t dp_of(const struct par_train *t)
 {
 	const struct par_layout *l = t->layout;
-	return l->dp ? l->dp : gpus_of(t->cluster) / (l->tp * l->cp * l->pp);
+	return l->dp ? l->dp : (uint32_t)topo_config_gpus(t->cluster) / (l->tp * l->cp * l->pp);
 }
 
 static uint32_t micro_batches(const struct par_train *t)
@@ -753,7 +748,7 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	b->sp = l->sp && l->tp > 1;
 	b->nranks = b->dpn * l->tp * l->pp;
 	b->shard = l->fsdp.enabled && l->fsdp.hsdp
-			   ? (t->cluster->kind == TOPO_IDEAL ? 1 : t->cluster->gpus_per_node)
+			   ? topo_config_gpus_per_node(t->cluster)
 			   : b->dpn;
 	b->params = stage_params(b);
 	b->cp = l->cp, b->cpi = cpi;
@@ -813,9 +808,9 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
 				"behave alike, and variability draws every GPU's own times; use "
 				"sim.symmetry none");
-	if (t->var && t->var->stragglers > gpus_of(t->cluster))
+	if (t->var && t->var->stragglers > (uint32_t)topo_config_gpus(t->cluster))
 		return sim_errf(err, errlen, "variability.stragglers: %u stragglers, but the "
-				"cluster has %u GPUs", t->var->stragglers, gpus_of(t->cluster));
+				"cluster has %u GPUs", t->var->stragglers, (uint32_t)topo_config_gpus(t->cluster));
 	if (l->ddp.overlap_param_gather && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
 		return sim_errf(err, errlen, "parallel.ddp.overlap_param_gather: the parameters "
 				"gathered after the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or "
@@ -1160,7 +1155,7 @@ static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
 void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim, uint32_t first)
 {
 	struct par_dims *d = &p->d;
-	*p = (struct par_placed){ .t = t, .first = first, .n = gpus_of(t->cluster) };
+	*p = (struct par_placed){ .t = t, .first = first, .n = (uint32_t)topo_config_gpus(t->cluster) };
 	par_dims_of(t->layout, p->n, d);
 	struct builder b;
 	sim_program_free(build_program(t, &b, 0, 0));  /* the builder's sizes */

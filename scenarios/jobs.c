@@ -259,8 +259,7 @@ static int load_jobs(struct scn_jobs *js, const char *path, const struct scn_kvs
 	if (rc < 0)
 		return -1;
 	const char *unit = js->top.cluster.kind == TOPO_IDEAL ? "GPU" : "node";
-	uint64_t gpus = (uint64_t)js->top.cluster.nodes *
-			(js->top.cluster.kind == TOPO_IDEAL ? 1 : js->top.cluster.gpus_per_node);
+	uint64_t gpus = topo_config_gpus(&js->top.cluster);
 	if (gpus > TOPO_MAX_RANKS)
 		return sim_errf(err, errlen, "%s: cluster: %llu GPUs, at most %u", path,
 				(unsigned long long)gpus, TOPO_MAX_RANKS);

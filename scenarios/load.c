@@ -310,17 +310,11 @@ int scn_load_unchecked(struct scn *s, const char *path, const char *const *sets,
 
 /* ---- checks across keys -------------------------------------------------------- */
 
-static uint32_t cluster_gpus(const struct scn *s)
-{
-	return s->cluster.kind == TOPO_IDEAL ? s->cluster.nodes
-					     : s->cluster.nodes * s->cluster.gpus_per_node;
-}
-
 uint32_t scn_gpus(const struct scn *s)
 {
 	const struct par_layout *p = &s->parallel;
 	uint64_t mp = (uint64_t)p->tp * p->cp * p->pp;
-	return (uint32_t)(mp * (p->dp ? p->dp : cluster_gpus(s) / mp));
+	return (uint32_t)(mp * (p->dp ? p->dp : topo_config_gpus(&s->cluster) / mp));
 }
 
 static int check_model(const struct scn *s, char *err, size_t errlen)
@@ -345,7 +339,7 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 {
 	const struct par_layout *p = &s->parallel;
 	const struct par_model *m = &s->model;
-	uint64_t have = cluster_gpus(s), mp = (uint64_t)p->tp * p->cp * p->pp;
+	uint64_t have = topo_config_gpus(&s->cluster), mp = (uint64_t)p->tp * p->cp * p->pp;
 	if (m->heads % p->tp)
 		return sim_errf(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
 			    m->heads);

@@ -581,9 +581,10 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 	return in;
 }
 
-/* The instance for sequence number seq of a group, created on first join. */
+/* The instance for sequence number seq of a group, created on first join
+ * (*fresh then 1). */
 static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
-				  const struct sim_op *op)
+				  const struct sim_op *op, int *fresh)
 {
 	struct sim_group *g = &sim->groups[group];
 	BUG_ON(seq < g->base_seq);
@@ -591,7 +592,8 @@ static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
 	g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
 	if (i >= g->nlive)
 		g->nlive = i + 1;
-	if (!g->live[i])
+	*fresh = !g->live[i];
+	if (*fresh)
 		g->live[i] = inst_new(sim, group, op);
 	return g->live[i];
 }
@@ -792,8 +794,8 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 		sim_stream_finish_later(sim, rank, stream);
 		return 1;
 	}
-	int fresh = *seq - g->base_seq >= g->nlive || !g->live[*seq - g->base_seq];
-	struct coll_inst *in = inst_get(sim, group, *seq, op);
+	int fresh;
+	struct coll_inst *in = inst_get(sim, group, *seq, op, &fresh);
 	if (!in)
 		return 1;
 	if (fresh && chain > 1 && coll_closed_form(sim, group) &&

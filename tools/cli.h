@@ -172,8 +172,9 @@ struct cli_jobs_view {
 	double wall_s;
 };
 void cli_jobs_text(const struct cli_jobs_view *v);
-/* A job's failures figures as stored and printed: their keys (metrics
- * job.NAME.failures.KEY, JSON "failures") and values in that order. */
+/* The failures figures (struct par_goodput) by key, in one order: metrics
+ * failures.KEY of a run and job.NAME.failures.KEY of a job, and a job's
+ * JSON "failures" (cli.c). */
 #define CLI_GOODPUT_N 8
 extern const char *const cli_goodput_keys[CLI_GOODPUT_N];
 void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N]);

@@ -688,25 +688,27 @@ static int has_jobs_table(struct plotctx *c)
  * alone and shared (from its jobs rows). */
 static int run_lines(struct plotctx *c, long long run, struct steps_line **lines, size_t *n)
 {
+	size_t before = *n;
 	sqlite3_stmt *q;
 	/* A file of schema 3, opened read-only, has no jobs table: no jobs. */
-	const char *sql = has_jobs_table(c) ? "SELECT name FROM jobs WHERE run_id = ? ORDER BY job"
-					    : "SELECT NULL WHERE ? IS NULL";
-	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
-				 sqlite3_errmsg(c->db));
-	sqlite3_bind_int64(q, 1, run);
-	size_t before = *n;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(q, 0);
-		char prefix[112];
-		for (int alone = 1; name && alone >= 0; alone--) {
-			snprintf(prefix, sizeof(prefix), "job.%s.%sstep.", name, alone ? "alone." : "");
-			add_line(lines, n, run, prefix, xasprintf("run %lld job %s %s", run, name,
-								  alone ? "alone" : "shared"));
+	if (has_jobs_table(c)) {
+		if (sqlite3_prepare_v2(c->db, "SELECT name FROM jobs WHERE run_id = ? ORDER BY job",
+				       -1, &q, NULL) != SQLITE_OK)
+			return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s)",
+					 c->path, sqlite3_errmsg(c->db));
+		sqlite3_bind_int64(q, 1, run);
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(q, 0);
+			char prefix[112];
+			for (int alone = 1; name && alone >= 0; alone--) {
+				snprintf(prefix, sizeof(prefix), "job.%s.%sstep.", name,
+					 alone ? "alone." : "");
+				add_line(lines, n, run, prefix, xasprintf("run %lld job %s %s", run,
+									  name, alone ? "alone" : "shared"));
+			}
 		}
+		sqlite3_finalize(q);
 	}
-	sqlite3_finalize(q);
 	if (*n == before)
 		add_line(lines, n, run, "step.", run_label(c, run));
 	return CLI_OK;

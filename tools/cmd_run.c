@@ -398,17 +398,16 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 		{ "step_time_p90_s", r->step_p90_s }, { "step_time_p99_s", r->step_p99_s },
 		{ "step_time_min_s", r->step_min_s }, { "step_time_max_s", r->step_max_s },
 		{ "stragglers.n", r->nstragglers },
-		{ "failures.job_mtbf_s", r->goodput.job_mtbf_s },
-		{ "failures.checkpoint_bytes", r->goodput.checkpoint_bytes },
-		{ "failures.checkpoint_s", r->goodput.checkpoint_s },
-		{ "failures.young_s", r->goodput.young_s },
-		{ "failures.interval_s", r->goodput.interval_s },
-		{ "failures.goodput", r->goodput.goodput },
-		{ "failures.interruptions", r->goodput.failures },
-		{ "failures.useful_s", r->goodput.useful_s },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		sim_store_metric(st, m[i].name, m[i].v);
+	double g[CLI_GOODPUT_N];
+	cli_goodput_values(&r->goodput, g);
+	for (size_t k = 0; k < CLI_GOODPUT_N; k++) {
+		char name[48];
+		snprintf(name, sizeof(name), "failures.%s", cli_goodput_keys[k]);
+		sim_store_metric(st, name, g[k]);
+	}
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {
 		char name[48];
 		snprintf(name, sizeof(name), "memory.%s", par_mem_name(c));

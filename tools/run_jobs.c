@@ -40,11 +40,6 @@ struct jobs_cli {
 	struct sim_store *st;
 };
 
-static uint32_t gpus_per_node(const struct topo_config *c)
-{
-	return c->kind == TOPO_IDEAL ? 1 : c->gpus_per_node;
-}
-
 /* Each job's training step and compute model; CLI_OK or an error printed. */
 static int jobs_setup(struct cli_args *a, struct jobs_cli *c)
 {
@@ -58,7 +53,7 @@ static int jobs_setup(struct cli_args *a, struct jobs_cli *c)
 			return cli_error(a, CLI_BADINPUT, "%s: jobs[%zu] (%s): compute: %s", s->path, i,
 					 js->job[i].name, err);
 		c->job[i].name = js->job[i].name;
-		c->job[i].first_rank = js->job[i].first_node * gpus_per_node(&js->top.cluster);
+		c->job[i].first_rank = js->job[i].first_node * topo_config_gpus_per_node(&js->top.cluster);
 		c->job[i].start_ps = sim_ps_from_s(js->job[i].start_s);
 		cli_train_of(&c->job[i].train, s, c->cm[i]);
 	}
@@ -81,22 +76,24 @@ static int store_finish(void *ctx, struct sim *sim, struct topo *topo, char *err
 	for (uint32_t r = 0; r < n; r++)
 		if (sim_rank_end(sim, r) > end)
 			end = sim_rank_end(sim, r);
+	struct par_dims dims[PAR_MAX_JOBS];
+	for (size_t i = 0; i < c->run.n; i++)
+		par_dims_of(c->job[i].train.layout, c->res.alone[i].gpus, &dims[i]);
 	for (uint32_t r = 0; r < n; r++) {
-		const struct par_job *job = NULL;
-		for (size_t i = 0; i < c->run.n; i++)
-			if (r >= c->job[i].first_rank && r - c->job[i].first_rank < c->res.alone[i].gpus)
-				job = &c->job[i];
+		size_t i = 0;  /* the job whose GPUs hold r, or run.n: none */
+		while (i < c->run.n && !(r >= c->job[i].first_rank &&
+					 r - c->job[i].first_rank < c->res.alone[i].gpus))
+			i++;
 		struct sim_store_rank_summary sum;
 		uint32_t coords[5];
-		if (job) {
-			struct par_dims d;
+		if (i < c->run.n) {
 			struct par_coords co;
-			par_dims_of(job->train.layout, c->res.alone[job - c->job].gpus, &d);
-			par_coords_of(&d, r - job->first_rank, &co);
+			par_coords_of(&dims[i], r - c->job[i].first_rank, &co);
 			coords[0] = co.tp, coords[1] = co.cp, coords[2] = co.pp, coords[3] = co.dp;
 			coords[4] = co.ep;
 			sim_store_rank_summary_of(sim, r, end, &sum);
 		}
+		int job = i < c->run.n;
 		if (sim_store_rank(c->st, r, topo_node_of(topo, r), topo_local_of(topo, r),
 				   job ? coords : NULL, job ? &sum : NULL) < 0)
 			goto fail;
@@ -133,7 +130,7 @@ static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record m
 	char *cfg = scn_jobs_json(c->js);
 	int64_t id = sim_store_run_begin(c->st, a->line, cfg,
 					 sim_fidelity_name(c->js->top.sim.fidelity),
-					 cl->nodes * gpus_per_node(cl));
+					 (uint32_t)topo_config_gpus(cl));
 	free(cfg);
 	if (id < 0)
 		return cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
@@ -234,27 +231,6 @@ static int store_results(struct jobs_cli *c)
 }
 
 /* ---- the report (run and report) ------------------------------------------------ */
-
-const char *const cli_goodput_keys[CLI_GOODPUT_N] = {
-	"job_mtbf_s", "checkpoint_bytes", "checkpoint_s", "young_s", "interval_s", "goodput",
-	"interruptions", "useful_s",
-};
-
-void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N])
-{
-	const double x[CLI_GOODPUT_N] = { g->job_mtbf_s, g->checkpoint_bytes, g->checkpoint_s,
-					  g->young_s, g->interval_s, g->goodput, g->failures,
-					  g->useful_s };
-	memcpy(v, x, sizeof(x));
-}
-
-void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N])
-{
-	*g = (struct par_goodput){
-		.job_mtbf_s = v[0], .checkpoint_bytes = v[1], .checkpoint_s = v[2], .young_s = v[3],
-		.interval_s = v[4], .goodput = v[5], .failures = v[6], .useful_s = v[7],
-	};
-}
 
 void cli_jobs_text(const struct cli_jobs_view *v)
 {
@@ -371,7 +347,7 @@ static void view_of(const struct jobs_cli *c, double wall_s, struct cli_jobs_vie
 {
 	const struct topo_config *cl = &c->js->top.cluster;
 	*v = (struct cli_jobs_view){
-		.gpu = cl->gpu, .preset = cl->preset, .gpus = cl->nodes * gpus_per_node(cl),
+		.gpu = cl->gpu, .preset = cl->preset, .gpus = (uint32_t)topo_config_gpus(cl),
 		.ideal = cl->kind == TOPO_IDEAL, .steps = c->run.steps,
 		.fidelity = sim_fidelity_name(c->js->top.sim.fidelity), .job = c->row, .n = c->run.n,
 		.links = c->res.links, .nlinks = c->res.nlinks, .goodput = c->goodput,
@@ -424,7 +400,7 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 				 "with several jobs use all, none or auto", path);
 	if (mode == SCN_RECORD_AUTO)
 		mode = c->run.job[0].train.sim.fidelity == SIM_FIDELITY_FLOW &&
-		       c->js->top.cluster.nodes * gpus_per_node(&c->js->top.cluster) <=
+		       topo_config_gpus(&c->js->top.cluster) <=
 			       SCN_RECORD_ALL_MAX ? SCN_RECORD_ALL : SCN_RECORD_NONE;
 	if (fits && cli_has(a, "db") && (rc = store_begin(a, c, mode)) != CLI_OK)
 		return rc;

@@ -233,6 +233,16 @@ int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char 
 	return 0;
 }
 
+uint32_t topo_config_gpus_per_node(const struct topo_config *cfg)
+{
+	return cfg->kind == TOPO_IDEAL ? 1 : cfg->gpus_per_node;
+}
+
+uint64_t topo_config_gpus(const struct topo_config *cfg)
+{
+	return (uint64_t)cfg->nodes * topo_config_gpus_per_node(cfg);
+}
+
 int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 {
 	if (!topo_gpu_find(cfg->gpu))

@@ -91,6 +91,10 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 
 /* Cross-key checks (positive bandwidths, NICs, known GPU). 0 or -1 with err. */
 int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen);
+/* GPUs of a node (1 on the ideal cluster, where each rank is a node) and
+ * of the whole cluster. */
+uint32_t topo_config_gpus_per_node(const struct topo_config *cfg);
+uint64_t topo_config_gpus(const struct topo_config *cfg);
 
 /* The key table, for help and docs: name, kind of value ("integer", "rate",
  * "time", "ratio", "name") and meaning of key i < topo_key_count(). */

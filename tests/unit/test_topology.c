@@ -178,6 +178,15 @@ START_TEST(test_cluster_presets)
 		free(names[i]);
 	}
 	free(names);
+	/* GPUs: nodes x GPUs per node; each rank is a node of the ideal cluster;
+	 * the count does not wrap around 32 bits. */
+	struct topo_config big = preset("dgx-h100"), ideal = preset("ideal");
+	big.nodes = 1u << 30;
+	ck_assert_uint_eq(topo_config_gpus_per_node(&big), 8);
+	ck_assert_uint_eq(topo_config_gpus(&big), (uint64_t)8 << 30);
+	ideal.nodes = 24;
+	ck_assert_uint_eq(topo_config_gpus_per_node(&ideal), 1);
+	ck_assert_uint_eq(topo_config_gpus(&ideal), 24);
 	struct topo_config cfg;
 	char err[512] = "";
 	ck_assert_int_eq(scn_cluster_preset(&cfg, "dgx-h999", err, sizeof err), -1);
