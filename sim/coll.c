@@ -440,8 +440,10 @@ static const struct coll_choice *coll_choose(struct sim *sim, uint32_t group,
 			      err, errlen);
 	if (!c.algo)
 		return NULL;
-	if (coll_closed_form(sim, group))
+	if (coll_closed_form(sim, group)) {
 		c.time_s = plan_time_s(sim, group, c.algo, &c.plan, op->channels);
+		c.time_ps = sim_ps_from_s(c.time_s);
+	}
 	struct coll_choice *slot = &g->choice[g->choice_next];
 	g->choice_next = (uint8_t)((g->choice_next + 1) % COLL_CHOICES);
 	*slot = c;
@@ -483,7 +485,7 @@ struct coll_member {
 
 struct coll_inst {
 	struct sim_event ev;          /* closed-form completion            */
-	double time_s;                /* analytic: the closed form         */
+	sim_ps time_ps;               /* analytic: the closed form         */
 	uint32_t group;
 	uint32_t chain;               /* collectives it stands for (>= 1)  */
 	sim_ps *chain_end;            /* chain > 1: each op's end, from the
@@ -502,7 +504,8 @@ struct coll_inst {
 	/* chan_left and stream follow the struct, in the same allocation */
 };
 
-static void inst_free(struct coll_inst *in)
+/* Free what an instance holds besides its own block. */
+static void inst_free_parts(struct coll_inst *in)
 {
 	if (in->plan != &in->plan1)
 		free(in->plan);
@@ -510,7 +513,27 @@ static void inst_free(struct coll_inst *in)
 	free(in->order);
 	free(in->vpos);
 	free(in->m);
+}
+
+static void inst_free(struct coll_inst *in)
+{
+	inst_free_parts(in);
 	free(in);
+}
+
+/* The bytes of an instance's block on a group of n members. */
+static size_t inst_size(uint32_t n)
+{
+	return sizeof(struct coll_inst) + n * (sizeof(uint16_t) + 1);
+}
+
+/* An instance is done: its block becomes the group's spare (a group's
+ * collectives follow one another, so the next one reuses it). */
+static void inst_retire(struct sim_group *g, struct coll_inst *in)
+{
+	inst_free_parts(in);
+	free(g->spare);
+	g->spare = in;
 }
 
 void sim_group_free(struct sim_group *g)
@@ -518,6 +541,7 @@ void sim_group_free(struct sim_group *g)
 	for (uint32_t i = 0; i < g->nlive; i++)
 		if (g->live[i])
 			inst_free(g->live[i]);
+	free(g->spare);
 	while (g->memo) {
 		struct coll_links_memo *m = g->memo;
 		g->memo = m->next;
@@ -542,12 +566,18 @@ static struct coll_inst *inst_new(struct sim *sim, uint32_t group, const struct 
 		sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
 		return NULL;
 	}
-	/* One allocation: the instance, then chan_left and stream per member. */
-	struct coll_inst *in = xcalloc(1, sizeof(*in) + g->n * (sizeof(uint16_t) + 1));
+	/* One allocation: the instance, then chan_left and stream per member;
+	 * the group's spare if it has one. */
+	struct coll_inst *in = g->spare;
+	g->spare = NULL;
+	if (in)
+		memset(in, 0, inst_size(g->n));
+	else
+		in = xcalloc(1, inst_size(g->n));
 	struct sim_coll_plan plan = choice->plan;
 	unsigned c = choice->channels;
 	in->algo = choice->algo;
-	in->time_s = choice->time_s;
+	in->time_ps = choice->time_ps;
 	in->ev.fire = analytic_fire;
 	in->group = group;
 	in->chain = 1;
@@ -589,7 +619,8 @@ static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
 	struct sim_group *g = &sim->groups[group];
 	BUG_ON(seq < g->base_seq);
 	uint32_t i = seq - g->base_seq;
-	g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
+	if (i >= g->livecap)
+		g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
 	if (i >= g->nlive)
 		g->nlive = i + 1;
 	*fresh = !g->live[i];
@@ -605,13 +636,16 @@ static void group_retire(struct sim *sim, uint32_t group)
 	uint32_t k = 0;
 	while (k < g->nlive && g->live[k] && g->live[k]->finished == sim_group_present(sim, group)) {
 		uint32_t span = g->live[k]->chain;  /* a chain holds the next seqs */
-		inst_free(g->live[k]);
+		inst_retire(g, g->live[k]);
 		k += span;
 	}
 	if (!k)
 		return;
-	memmove(g->live, g->live + k, (g->nlive - k) * sizeof(*g->live));
-	memset(g->live + g->nlive - k, 0, k * sizeof(*g->live));
+	/* Most often every live instance has finished (k == nlive, small). */
+	for (uint32_t i = k; i < g->nlive; i++)
+		g->live[i - k] = g->live[i];
+	for (uint32_t i = g->nlive - k; i < g->nlive; i++)
+		g->live[i] = NULL;
 	g->nlive -= k;
 	g->base_seq += k;
 }
@@ -769,7 +803,7 @@ static int chain_plan(struct sim *sim, struct coll_inst *in, uint32_t seq, uint3
 			sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
 			return -1;
 		}
-		t += sim_ps_from_s(c->time_s);
+		t += c->time_ps;
 		in->chain_end[k] = t;
 	}
 	in->chain = chain;
@@ -784,7 +818,6 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 		       uint32_t chain)
 {
 	struct sim_rank *r = &sim->ranks[rank];
-	BUG_ON(op->group >= r->ngroups);
 	const struct sim_rank_slot *sl = &r->slot[op->group];
 	uint32_t group = sl->group, member = sl->member;
 	uint32_t *seq = &r->slot[sl->seq_slot].seq;
@@ -816,7 +849,7 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 	if (coll_closed_form(sim, group)) {
 		if (in->joined == sim_group_present(sim, group)) {
 			sim_ps t = in->chain > 1 ? in->chain_end[in->chain - 1]
-						 : sim_ps_from_s(in->time_s);
+						 : in->time_ps;
 			sim_schedule(sim, sim->now + t, &in->ev);
 		}
 		return in->chain;

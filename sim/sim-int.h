@@ -5,6 +5,8 @@
 #ifndef SIM_SIM_INT_H
 #define SIM_SIM_INT_H
 
+#include <stddef.h>
+
 #include "sim/heap-int.h"
 #include "sim/sim.h"
 
@@ -50,22 +52,20 @@ struct sim_xfer {
 	} b0;
 };
 
-/* A stream's event and running op; its head and busy flag are the rank's.
- * 32 bytes, aligned, so that a stream never straddles two cache lines. */
+/* A stream's running op: when it started and the ops it stands for. Its
+ * head and busy flag are the rank's; 16 bytes, four to a cache line. */
 struct sim_stream {
-	uint32_t rank;
-	uint8_t id;
-	uint8_t counted;             /* counts as communication in progress */
-	uint32_t run;                /* ops the running op stands for (>= 1) */
 	sim_ps start;
-} __attribute__((aligned(32)));
+	uint32_t run;                /* ops the running op stands for (>= 1) */
+} __attribute__((aligned(16)));
 
 /* Streams whose ops end at one time, fired from one heap entry (sim.c). */
 struct sim_bundle {
 	struct sim_event ev;
 	struct sim_bundle *next_free;
 	uint32_t n, cap;
-	struct sim_stream **s;       /* in the order they were scheduled    */
+	uint32_t *s;                 /* rank << 4 | stream, in the order they
+				      * were scheduled                     */
 };
 
 /* A rank's group slot: what a collective or a message on it reads, in 16
@@ -84,23 +84,33 @@ struct sim_rank_slot {
 /*
  * A rank. Ordered for the cache: an event touches the first two lines
  * (program, ops left, busy flags, accounting, stream heads, and the first
- * two group slots: see SIM_HOT_SLOTS in sim.h) and one stream; collectives
- * on other slots one more line; memory changes the statistics.
+ * two group slots: see SIM_HOT_SLOTS in sim.h) and the line of its stream;
+ * collectives on other slots one more line; memory changes the statistics.
+ * Streams 0-5 lie in lines 4 and 5, a pair that the adjacent-line
+ * prefetcher fetches together, so the compute stream and a communication
+ * stream cost one fetch.
  */
 struct sim_rank {
 	const struct sim_program *prog;
 	uint32_t left;                    /* ops not finished               */
 	uint16_t busy;                    /* bit s: stream s runs an op     */
-	uint8_t comm_busy;                /* communication streams running  */
-	uint8_t ngroups;
+	uint16_t counted;                 /* bit s: it counts as communication
+					   * in progress (stream_set_busy)  */
 	sim_ps end;
 	sim_ps since;                     /* last change of busy state      */
 	sim_ps compute_ps, exposed_ps;    /* st's, kept here (rank_account) */
 	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
 	struct sim_rank_slot slot[SIM_MAX_GROUPS];
-	struct sim_stream s[SIM_MAX_STREAMS];  /* 32 bytes each, aligned  */
-	struct sim_rank_stats st;         /* compute and exposed: see above */
+	struct sim_stream s[SIM_MAX_STREAMS];   /* 16 bytes each, aligned */
+	uint8_t ngroups;
+	/* Aligned so that mem_now, which every change of memory reads, is one
+	 * line. */
+	struct sim_rank_stats st __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct sim_rank, slot) + SIM_HOT_SLOTS * sizeof(struct sim_rank_slot) <= 128,
+	       "the hot slots lie in the first two lines");
+_Static_assert(offsetof(struct sim_rank, s) % 128 == 32,
+	       "streams 0-5 lie in one pair of lines");
 
 struct coll_inst;
 struct coll_links_memo;
@@ -115,7 +125,8 @@ struct coll_choice {
 	const struct sim_coll_algo *algo;
 	struct sim_coll_plan plan;
 	unsigned channels;
-	double time_s;
+	double time_s;                  /* closed form (where costed so)  */
+	sim_ps time_ps;                 /* the same in ps                  */
 };
 
 /* Choices a group remembers (a layer's few collectives, round robin). */
@@ -139,6 +150,7 @@ struct sim_group {
 	uint8_t choice_next;
 	struct coll_choice choice[COLL_CHOICES];
 	struct coll_links_memo *memo;
+	struct coll_inst *spare;      /* a finished instance's block      */
 };
 
 /*
@@ -211,8 +223,15 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream);
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream);
 const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream);
 
-/* Members of a group that are not absent (sim_rank_absent), counted once. */
-uint32_t sim_group_present(struct sim *sim, uint32_t group);
+/* Members of a group that are not absent (sim_rank_absent), counted once
+ * after each change of the absent ranks (sim_group_count_present). */
+uint32_t sim_group_count_present(struct sim *sim, uint32_t group);
+static inline uint32_t sim_group_present(struct sim *sim, uint32_t group)
+{
+	const struct sim_group *g = &sim->groups[group];
+	return g->npresent_gen == sim->absent_gen + 1 ? g->npresent
+						       : sim_group_count_present(sim, group);
+}
 
 /* coll.c */
 /* Join a collective: op, the head of the stream, which begins a chain of

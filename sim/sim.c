@@ -180,7 +180,7 @@ static int report_stuck(struct sim *sim);
  */
 static void bundle_fire(struct sim *sim, struct sim_event *ev);
 
-static void stream_schedule(struct sim *sim, sim_ps t, struct sim_stream *st)
+static void stream_schedule(struct sim *sim, sim_ps t, uint32_t rank, unsigned stream)
 {
 	struct sim_bundle *b = sim->bundle;
 	if (!b || sim->bundle_t != t || sim->heap.next_seq != sim->bundle_seq + 1) {
@@ -197,7 +197,7 @@ static void stream_schedule(struct sim *sim, sim_ps t, struct sim_stream *st)
 	}
 	if (b->n == b->cap)
 		b->s = xreallocarray(b->s, b->cap = b->cap ? 2 * b->cap : 8, sizeof(*b->s));
-	b->s[b->n++] = st;
+	b->s[b->n++] = rank << 4 | stream;
 }
 
 static void bundle_fire(struct sim *sim, struct sim_event *ev)
@@ -207,13 +207,13 @@ static void bundle_fire(struct sim *sim, struct sim_event *ev)
 		sim->bundle = NULL;
 	for (uint32_t i = 0; i < b->n && !sim->err; i++) {
 		if (i + 2 < b->n) {  /* the rank two ahead: cold lines */
-			const struct sim_rank *r = &sim->ranks[b->s[i + 2]->rank];
+			const struct sim_rank *r = &sim->ranks[b->s[i + 2] >> 4];
 			__builtin_prefetch(r);
 			__builtin_prefetch((const char *)r + 64);
 		}
 		if (i)
 			sim->events++;  /* one event per stream, as unbundled */
-		sim_stream_finish(sim, b->s[i]->rank, b->s[i]->id);
+		sim_stream_finish(sim, b->s[i] >> 4, b->s[i] & 0xfu);
 	}
 	b->next_free = sim->bundle_free;
 	sim->bundle_free = b;
@@ -241,7 +241,7 @@ int sim_run(struct sim *sim)
 		struct sim_event *next = sim_heap_peek(&sim->heap);
 		if (next && next->fire == bundle_fire) {
 			const struct sim_bundle *b = container_of(next, struct sim_bundle, ev);
-			const struct sim_rank *r = &sim->ranks[b->s[0]->rank];
+			const struct sim_rank *r = &sim->ranks[b->s[0] >> 4];
 			__builtin_prefetch(r);
 			__builtin_prefetch((const char *)r + 64);
 		}
@@ -612,6 +612,14 @@ static struct sim_op *program_add(struct sim_program *prog, enum sim_op_kind kin
 	return op;
 }
 
+/* An op names group slot `group`: a rank runs the program only with a
+ * group for every slot named (sim_rank_start). */
+static void program_uses_group(struct sim_program *prog, unsigned group)
+{
+	if (group + 1 > prog->ngroups)
+		prog->ngroups = (uint8_t)(group + 1);
+}
+
 uint32_t sim_program_compute(struct sim_program *prog, unsigned stream, const char *name,
 			     sim_ps dur_ps, double flops, double bytes)
 {
@@ -630,6 +638,7 @@ uint32_t sim_program_coll(struct sim_program *prog, unsigned stream, const char 
 	BUG_ON(group >= SIM_MAX_GROUPS || cop >= SIM_COLL_NOPS || channels > UINT16_MAX);
 	struct sim_op *op = program_add(prog, SIM_OP_COLL, stream, name);
 	op->coll = (uint8_t)cop;
+	program_uses_group(prog, group);
 	op->algo = algo;
 	op->group = (uint8_t)group;
 	op->bytes = bytes;
@@ -643,6 +652,7 @@ static uint32_t program_p2p(struct sim_program *prog, enum sim_op_kind kind, uns
 {
 	BUG_ON(group >= SIM_MAX_GROUPS);
 	struct sim_op *op = program_add(prog, kind, stream, name);
+	program_uses_group(prog, group);
 	op->group = (uint8_t)group;
 	op->peer = peer;
 	op->bytes = bytes;
@@ -783,7 +793,7 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
 	sim_ps dt = sim->now - r->since;
 	if (r->busy & (1u << SIM_STREAM_COMPUTE))
 		r->compute_ps += dt;
-	else if (r->comm_busy)
+	else if (r->counted)
 		r->exposed_ps += dt;
 	r->since = sim->now;
 }
@@ -798,7 +808,6 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
 static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream, int busy,
 			    int moving)
 {
-	struct sim_stream *s = &r->s[stream];
 	rank_account(sim, r);
 	if (busy)
 		r->busy |= (uint16_t)(1u << stream);
@@ -806,17 +815,17 @@ static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream
 		r->busy &= (uint16_t)~(1u << stream);
 	if (stream == SIM_STREAM_COMPUTE)
 		return;
-	if (busy && moving && !s->counted)
-		r->comm_busy++, s->counted = 1;
-	if (!busy && s->counted)
-		r->comm_busy--, s->counted = 0;
+	if (busy && moving)
+		r->counted |= (uint16_t)(1u << stream);
+	if (!busy)
+		r->counted &= (uint16_t)~(1u << stream);
 }
 
 /* A waiting send or receive of this stream has met its peer. */
 static void stream_moving(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	struct sim_rank *r = &sim->ranks[rank];
-	if (!r->s[stream].counted)
+	if (!(r->counted >> stream & 1u))
 		stream_set_busy(sim, r, stream, 1, 1);
 }
 
@@ -863,16 +872,15 @@ const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsig
 
 static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
 
-/* Start the head op of a stream if the stream is idle and its deps are done. */
-static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
+/*
+ * Start the head op of a stream, its first dependency (if any) done: the
+ * part of stream_try_start that runs when the quick checks pass.
+ */
+static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
+			 const struct sim_op_hot *h)
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	const struct sim_program *prog = r->prog;
-	if ((r->busy >> stream & 1u) || r->next[stream] >= prog->stream_n[stream])
-		return;
-	const struct sim_op_hot *h = &prog->hot[stream][r->next[stream]];
-	if (h->ndeps && r->next[h->dep_stream] <= h->dep_pos)
-		return;
 	for (uint32_t i = 1; i < h->ndeps; i++) {
 		const struct sim_dep_at *d = &prog->dep_at[h->dep0 + i];
 		if (r->next[d->stream] <= d->pos)
@@ -891,11 +899,12 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 			if (sim->speed)
 				f *= sim->speed[rank];
 			BUG_ON(!(f > 0));
-			stream_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), s);
+			stream_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), rank,
+					stream);
 			break;
 		}
 		s->run = h->run_n;
-		stream_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), s);
+		stream_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), rank, stream);
 		break;
 	case SIM_OP_COLL:
 		s->run = sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
@@ -907,6 +916,24 @@ static void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream)
 	default:
 		BUG("op kind %u", h->kind);
 	}
+}
+
+/*
+ * Start the head op of a stream if the stream is idle and its deps are done.
+ * Inlined: about half the calls (a stream that runs, or waits for another
+ * stream) end at these checks, without a call.
+ */
+static inline __attribute__((always_inline)) void stream_try_start(struct sim *sim, uint32_t rank,
+								    unsigned stream)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	const struct sim_program *prog = r->prog;
+	if ((r->busy >> stream & 1u) || r->next[stream] >= prog->stream_n[stream])
+		return;
+	const struct sim_op_hot *h = &prog->hot[stream][r->next[stream]];
+	if (h->ndeps && r->next[h->dep_stream] <= h->dep_pos)
+		return;
+	stream_start(sim, rank, stream, h);
 }
 
 static void rank_try_start(struct sim *sim, uint32_t rank)
@@ -980,13 +1007,13 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream)
 {
-	stream_schedule(sim, sim->now, &sim->ranks[rank].s[stream]);
+	stream_schedule(sim, sim->now, rank, stream);
 }
 
 void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
 		    const uint32_t *groups, unsigned ngroups)
 {
-	BUG_ON(rank >= sim->nranks || ngroups > SIM_MAX_GROUPS);
+	BUG_ON(rank >= sim->nranks || ngroups > SIM_MAX_GROUPS || prog->ngroups > ngroups);
 	struct sim_rank *r = &sim->ranks[rank];
 	BUG_ON(r->left != 0);
 	for (unsigned i = 0; r->prog && i < r->ngroups; i++)  /* the counts back */
@@ -1018,13 +1045,10 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	r->left = prog->nops;
 	r->end = sim->now;
 	r->since = sim->now;
-	r->comm_busy = 0;
+	r->counted = 0;
 	r->busy = 0;
 	memset(r->next, 0, sizeof(r->next));
-	for (unsigned s = 0; s < SIM_MAX_STREAMS; s++)
-		r->s[s] = (struct sim_stream){
-			.rank = rank, .id = (uint8_t)s,
-		};
+	memset(r->s, 0, sizeof(r->s));
 	BUG_ON(prog->nstreams > SIM_MAX_STREAMS);
 	rank_try_start(sim, rank);
 }
@@ -1043,16 +1067,14 @@ int sim_rank_present(const struct sim *sim, uint32_t rank)
 	return !sim->absent || !sim->absent[rank];
 }
 
-/* O(members) the first time after a change of the absent ranks. */
-uint32_t sim_group_present(struct sim *sim, uint32_t group)
+/* O(members). */
+uint32_t sim_group_count_present(struct sim *sim, uint32_t group)
 {
 	struct sim_group *g = &sim->groups[group];
-	if (g->npresent_gen != sim->absent_gen + 1) {
-		g->npresent = 0;
-		for (uint32_t i = 0; i < g->n; i++)
-			g->npresent += sim_rank_present(sim, g->ranks[i]);
-		g->npresent_gen = sim->absent_gen + 1;
-	}
+	g->npresent = 0;
+	for (uint32_t i = 0; i < g->n; i++)
+		g->npresent += sim_rank_present(sim, g->ranks[i]);
+	g->npresent_gen = sim->absent_gen + 1;
 	return g->npresent;
 }
 
@@ -1168,7 +1190,6 @@ static void p2p_arrived(struct sim *sim, struct sim_xfer *x)
 static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op)
 {
 	const struct sim_rank *r = &sim->ranks[rank];
-	BUG_ON(op->group >= r->ngroups);
 	const struct sim_group *g = &sim->groups[r->slot[op->group].group];
 	if (op->peer >= g->n) {
 		sim_fail(sim, "rank %u: %s '%s' names member %u of a group of %u",

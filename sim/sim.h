@@ -276,6 +276,7 @@ struct sim_program {
 	char **names;
 	uint32_t nnames, namecap;
 	uint8_t nstreams;         /* highest stream used + 1                 */
+	uint8_t ngroups;          /* highest group slot an op names + 1      */
 	/* Derived by the engine when a rank starts (sim.c, program_seal) and
 	 * recomputed after any change: what the event loop reads of each op, by
 	 * stream and position, and the dependencies as (stream, position). */
@@ -405,11 +406,11 @@ void sim_rank_mem_add(struct sim *sim, uint32_t rank, unsigned cat, double bytes
  * memory by category now and at its peak (total over categories).
  */
 struct sim_rank_stats {
+	double mem_now[SIM_MEM_CATS];  /* first: the engine aligns it to a line */
+	double mem_peak;
+	double mem_at_peak[SIM_MEM_CATS];
 	sim_ps compute_ps;
 	sim_ps exposed_comm_ps;
-	double mem_now[SIM_MEM_CATS];
-	double mem_at_peak[SIM_MEM_CATS];
-	double mem_peak;
 	sim_ps mark_ps;                /* when the last SIM_OP_MARK op ended */
 	sim_ps mark_compute_ps;        /* compute_ps then                    */
 	sim_ps mark_exposed_ps;        /* exposed_comm_ps then               */
