@@ -35,8 +35,8 @@ static void bucket_issue(struct builder *b, double bytes, uint32_t after)
 {
 	int ddp = b->dp == &par_dp_ddp;
 	char name[64];
-	snprintf(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, b->nops_comm++,
-		 ddp ? "allreduce" : "reducescatter");
+	sim_fmt(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, b->nops_comm++,
+		ddp ? "allreduce" : "reducescatter");
 	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name,
 				       ddp ? SIM_COLL_ALLREDUCE : SIM_COLL_REDUCESCATTER,
 				       SLOT_DP, bytes, after);
@@ -90,7 +90,7 @@ static void gather_params(struct builder *b, uint32_t step)
 	unsigned k = 0;
 	for (double done = 0; done < total; done += cap, k++) {
 		char name[64];
-		snprintf(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k);
+		sim_fmt(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k);
 		double bytes = total - done < cap ? total - done : cap;
 		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
 						SLOT_DP, bytes, k ? NO_OP : step);
@@ -141,7 +141,7 @@ static void plan_gathers(struct builder *b)
 		if (!last && (acc < cap || g.piece[i + 1] == -2))
 			continue;
 		char name[64];
-		snprintf(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k++);
+		sim_fmt(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k++);
 		uint32_t op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_DP, acc,
 					 NO_OP);
 		b->last_param_comm = op;

@@ -83,8 +83,8 @@ static int last_layer(const struct builder *b, int l, enum par_phase ph)
 static uint32_t gather(struct builder *b, int u, enum par_phase ph, uint32_t after)
 {
 	char name[64];
-	snprintf(name, sizeof(name), "%s.unit%d.mb%u.%s.allgather", b->dp->name, u, b->mb,
-		 ph == PAR_FWD ? "fwd" : "bwd");
+	sim_fmt(name, sizeof(name), "%s.unit%d.mb%u.%s.allgather", b->dp->name, u, b->mb,
+		ph == PAR_FWD ? "fwd" : "bwd");
 	double bytes = PARAM_BYTES * unit_params(b, u);
 	uint32_t i = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_SHARD, bytes, after);
 	sim_program_mem(b->prog, PAR_MEM_WEIGHTS, bytes * (b->shard - 1) / b->shard);
@@ -159,13 +159,13 @@ static void unit_reduce(struct builder *b, int u)
 	char name[64];
 	double grads = b->grad_elem * unit_params(b, u);
 	uint32_t after = b->last_compute;
-	snprintf(name, sizeof(name), "%s.unit%d.mb%u.reducescatter", b->dp->name, u, b->mb);
+	sim_fmt(name, sizeof(name), "%s.unit%d.mb%u.reducescatter", b->dp->name, u, b->mb);
 	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_REDUCESCATTER,
 				       SLOT_SHARD_RS, grads, after);
 	sim_program_mem(b->prog, PAR_MEM_GRADS, -grads);
 	if (b->shard < b->dpn) {
-		snprintf(name, sizeof(name), "%s.unit%d.mb%u.replicas.allreduce", b->dp->name, u,
-			 b->mb);
+		sim_fmt(name, sizeof(name), "%s.unit%d.mb%u.replicas.allreduce", b->dp->name, u,
+			b->mb);
 		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE,
 					       SLOT_REPLICA, grads / b->shard, NO_OP);
 	}

@@ -175,9 +175,9 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 static void mb_label(const struct builder *b, char *buf, size_t len)
 {
 	if (b->vpp > 1)
-		snprintf(buf, len, "mb%u.c%u", b->mb, b->chunk);
+		sim_fmt(buf, len, "mb%u.c%u", b->mb, b->chunk);
 	else
-		snprintf(buf, len, "mb%u", b->mb);
+		sim_fmt(buf, len, "mb%u", b->mb);
 }
 
 /*
@@ -237,8 +237,8 @@ static void tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph
 			continue;
 		char name[96], mb[24];
 		mb_label(b, mb, sizeof(mb));
-		snprintf(name, sizeof(name), "tp.%s.%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd",
-			 o->name, sim_coll_op_name(r->op));
+		sim_fmt(name, sizeof(name), "tp.%s.%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd",
+			o->name, sim_coll_op_name(r->op));
 		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
 		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
 		par_b_wait(b, par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute));
@@ -313,15 +313,15 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 	uint32_t start = b->last_compute, recv = NO_OP;
 	for (uint32_t k = 0; k < N; k++) {
 		if (k + 1 < N) {  /* pass the block on; receive the next one */
-			snprintf(name, sizeof(name), "cp.%s.%s.%s.ring%u.send", where, mb,
-				 bwd ? "bwd" : "fwd", k);
+			sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ring%u.send", where, mb,
+				bwd ? "bwd" : "fwd", k);
 			sim_program_send(b->prog, STREAM_CP_SEND, name, SLOT_CP, next, kv_bytes);
 			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
 			uint32_t after = k ? recv : start;
 			if (after != NO_OP)
 				sim_program_dep(b->prog, after);
-			snprintf(name, sizeof(name), "cp.%s.%s.%s.ring%u.recv", where, mb,
-				 bwd ? "bwd" : "fwd", k);
+			sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ring%u.recv", where, mb,
+				bwd ? "bwd" : "fwd", k);
 			uint32_t r = sim_program_recv(b->prog, STREAM_CP_RECV, name, SLOT_CP, prev,
 						      kv_bytes);
 			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
@@ -330,16 +330,16 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 			if (k)
 				par_b_wait(b, recv);  /* round k computes what round k-1 got */
 			double share = ring_share(b, k);
-			snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
-				 o->name, k);
+			sim_fmt(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
+				o->name, k);
 			if (share > 0)
 				attn_kernel(b, o, name, share * full, q_bytes + kv_bytes);
 			recv = r;
 			continue;
 		}
 		par_b_wait(b, recv);
-		snprintf(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
-			 o->name, k);
+		sim_fmt(name, sizeof(name), "%s.%s.%s.%s.ring%u", where, mb, bwd ? "bwd" : "fwd",
+			o->name, k);
 		double share = ring_share(b, k);
 		if (share > 0 || N == 1)
 			attn_kernel(b, o, name, share * full, q_bytes + kv_bytes);
@@ -361,16 +361,16 @@ static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd
 	double qkv = 2.0 * bt * c * (heads + 2 * kv) * m->head_dim, out = 2.0 * bt * c * heads * m->head_dim;
 	char name[128], mb[24];
 	mb_label(b, mb, sizeof(mb));
-	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.in.alltoall", where, mb, bwd ? "bwd" : "fwd");
+	sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ulysses.in.alltoall", where, mb, bwd ? "bwd" : "fwd");
 	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
 				  bwd ? out : qkv, b->last_compute));
 	struct par_op full = *o;
 	full.heads = (unsigned)(heads / N > 1 ? heads / N : 1);
 	full.seq = (unsigned)(c * N);
-	snprintf(name, sizeof(name), "%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd", o->name);
+	sim_fmt(name, sizeof(name), "%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd", o->name);
 	/* All N c tokens for heads / N: the same FLOPs as the local op times N. */
 	attn_kernel(b, &full, name, o->flops * N, o->bytes);
-	snprintf(name, sizeof(name), "cp.%s.%s.%s.ulysses.out.alltoall", where, mb, bwd ? "bwd" : "fwd");
+	sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ulysses.out.alltoall", where, mb, bwd ? "bwd" : "fwd");
 	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
 				  bwd ? qkv : out, b->last_compute));
 }
@@ -411,8 +411,8 @@ static uint32_t emit_ops(struct builder *b, const char *where, enum par_phase ph
 			continue;
 		}
 		tp_hook(b, o, ph, 1, where);
-		snprintf(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
-			 ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
+		sim_fmt(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
+			ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
 						      o->bytes);
@@ -471,7 +471,7 @@ static void moe_alltoall(struct builder *b, const char *where, const char *what,
 	double T = (double)b->local.seq * b->local.micro_batch;
 	char name[128], mb[24];
 	mb_label(b, mb, sizeof(mb));
-	snprintf(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
+	sim_fmt(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
 	par_b_wait(b, par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
 				  2.0 * T * m->moe.top_k * m->hidden, b->last_compute));
 }
@@ -498,7 +498,7 @@ static void moe_block(struct builder *b, const char *where, int bwd)
 	if (b->expert_grads > 0 && edp > 1) {
 		char name[128], mb[24];
 		mb_label(b, mb, sizeof(mb));
-		snprintf(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
+		sim_fmt(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
 		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_EDP,
 					       b->expert_grads, b->last_compute);
 	}
@@ -519,7 +519,7 @@ void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
 {
 	char n[96], mb[24];
 	mb_label(b, mb, sizeof(mb));
-	snprintf(n, sizeof(n), "%s.%s", name, mb);
+	sim_fmt(n, sizeof(n), "%s.%s", name, mb);
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, n, 0, 0, 0);
 	sim_program_mem(b->prog, cat, bytes);
 	take_waits(b);
@@ -568,7 +568,7 @@ static void layer_forward(struct builder *b, unsigned l)
 {
 	const struct par_train *t = b->t;
 	char where[32];
-	snprintf(where, sizeof(where), "L%u", l);
+	sim_fmt(where, sizeof(where), "L%u", l);
 	hook_begin(b, (int)l, PAR_FWD);
 	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
 	emit(b, where, PAR_FWD, fetch_layer(b, PAR_FWD));
@@ -590,7 +590,7 @@ static void layer_backward(struct builder *b, unsigned l)
 		kept = par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
 	size_t n = fetch_layer(b, PAR_BWD), re = 0;
 	char where[32];
-	snprintf(where, sizeof(where), "L%u", l);
+	sim_fmt(where, sizeof(where), "L%u", l);
 	while (re < n && b->ops[re].recompute)
 		re++;
 	hook_begin(b, (int)l, PAR_BWD);
@@ -618,7 +618,7 @@ static uint32_t p2p(struct builder *b, int send, int act, uint32_t peer, uint32_
 	double bytes = 2.0 * tr->seq * tr->micro_batch * b->t->model->hidden / (b->sp ? b->tp : 1);
 	char name[96], mb[24];
 	mb_label(b, mb, sizeof(mb));
-	snprintf(name, sizeof(name), "pp.%s.%s.%s", mb, send ? "send" : "recv", act ? "act" : "grad");
+	sim_fmt(name, sizeof(name), "pp.%s.%s.%s", mb, send ? "send" : "recv", act ? "act" : "grad");
 	unsigned stream = send ? (act ? STREAM_SEND_NEXT : STREAM_SEND_PREV)
 			       : (act ? STREAM_RECV_PREV : STREAM_RECV_NEXT);
 	uint32_t i = send ? sim_program_send(b->prog, stream, name, SLOT_PP, peer, bytes)
@@ -1321,6 +1321,12 @@ int par_train_run(const struct par_train *t, struct par_report *out, char *err, 
 {
 	if (par_train_plan(t, out, err, errlen) < 0)
 		return -1;
+	return par_train_simulate(t, out, err, errlen);
+}
+
+int par_train_simulate(const struct par_train *t, struct par_report *out, char *err,
+		       size_t errlen)
+{
 	uint32_t n = out->gpus;
 	struct topo *topo = topo_new(t->cluster, n, err, errlen);
 	if (!topo)

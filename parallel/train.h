@@ -118,4 +118,9 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 /* Build, run and report. 0, or -1 with err (a run that could not finish). */
 int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
 
+/* par_train_run for a caller that has already planned: out holds what
+ * par_train_plan(t, out) filled in, and is completed by the run. */
+int par_train_simulate(const struct par_train *t, struct par_report *out, char *err,
+		       size_t errlen);
+
 #endif

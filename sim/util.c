@@ -90,6 +90,60 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+/* Append c to buf (room for len - 1 characters), counting it in *n. */
+static void fmt_put(char *buf, size_t len, size_t *n, char c)
+{
+	if (*n + 1 < len)
+		buf[*n] = c;
+	(*n)++;
+}
+
+int sim_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n = 0;
+	va_start(ap, fmt);
+	for (const char *f = fmt; *f; f++) {
+		if (*f != '%') {
+			fmt_put(buf, len, &n, *f);
+			continue;
+		}
+		char digits[12];
+		int nd = 0;
+		long long v;
+		switch (*++f) {
+		case 's':
+			for (const char *a = va_arg(ap, const char *); *a; a++)
+				fmt_put(buf, len, &n, *a);
+			continue;
+		case 'u':
+			v = va_arg(ap, unsigned);
+			break;
+		case 'd':
+			v = va_arg(ap, int);
+			if (v < 0) {
+				fmt_put(buf, len, &n, '-');
+				v = -v;
+			}
+			break;
+		case '%':
+			fmt_put(buf, len, &n, '%');
+			continue;
+		default:
+			BUG("sim_fmt: conversion %%%c in \"%s\"", *f, fmt);
+		}
+		do
+			digits[nd++] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		while (nd)
+			fmt_put(buf, len, &n, digits[--nd]);
+	}
+	va_end(ap);
+	if (len)
+		buf[n < len ? n : len - 1] = '\0';
+	return (int)n;
+}
+
 int sim_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

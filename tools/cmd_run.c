@@ -503,7 +503,7 @@ static int run_run(struct cli_args *a)
 			return rc;
 		}
 	}
-	if (r.memory.fits && par_train_run(&t, &r, err, sizeof(err)) < 0) {
+	if (r.memory.fits && par_train_simulate(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
 	} else if (st && filter.keep && !filter.keep[filter.last]) {
 		struct par_report again;  /* the same run, recording the last rank */

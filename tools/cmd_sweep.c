@@ -189,7 +189,7 @@ static void run_point(const char *path, const struct sweep *sw, uint32_t point, 
 		r->status = 1;
 		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB of %.2f GB",
 			 rep.memory.peak / 1e9, rep.memory.capacity / 1e9);
-	} else if (par_train_run(&t, &rep, err, sizeof(err)) < 0) {
+	} else if (par_train_simulate(&t, &rep, err, sizeof(err)) < 0) {
 		r->status = 3;
 		set_reason(r, err);
 	}

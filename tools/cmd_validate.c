@@ -322,7 +322,7 @@ static int run_case(struct cli_args *a, struct validation *v, struct vcase *c)
 	} else if (!r.memory.fits) {
 		snprintf(c->why, sizeof(c->why), "does not fit: %.1f GB of %.1f GB",
 			 r.memory.peak / 1e9, r.memory.capacity / 1e9);
-	} else if (par_train_run(&t, &r, err, sizeof(err)) < 0) {
+	} else if (par_train_simulate(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_FAIL, "case %s: %s: the step could not finish: %s", c->id,
 			       s.path, err);
 	} else if (c->metric == M_ITERATION) {

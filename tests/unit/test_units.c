@@ -1,14 +1,18 @@
 /*
  * test_units.c - unit tests for sim/units.c: every accepted unit of every
  * kind, the errors a scenario writer is likely to hit (no unit, "128M",
- * negative, overflow, garbage) and the formatted output.
+ * negative, overflow, garbage) and the formatted output; sim_fmt (sim/util.c),
+ * the op names' formatter, against snprintf.
  */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/units.h"
+#include "sim/util.h"
 #include "tests/checkmain.h"
 
 /* Equal, or within 1e-12 relative: "1.5KB" is 1500 up to rounding. */
@@ -376,6 +380,32 @@ START_TEST(test_format_small_buffer)
 }
 END_TEST
 
+/* sim_fmt writes what snprintf writes, cut the same way, and returns the
+ * same length. */
+START_TEST(test_sim_fmt)
+{
+	char a[64], b[64];
+	int na, nb;
+	volatile size_t cut[] = { 8, 1, 0 };  /* not known to the compiler */
+
+#define FMT_SAME(len, ...) do { \
+		memset(a, 'x', sizeof a); \
+		memset(b, 'x', sizeof b); \
+		na = sim_fmt(a, len, __VA_ARGS__); \
+		nb = snprintf(b, len, __VA_ARGS__); \
+		ck_assert_int_eq(na, nb); \
+		ck_assert_mem_eq(a, b, sizeof a); \
+	} while (0)
+	FMT_SAME(sizeof a, "%s.%s.%s.%s%s", "L12", "mb3.c1", "bwd", "re.", "attn.core");
+	FMT_SAME(sizeof a, "tp.L%u.mb%u.%d.%d%%", 0u, 4294967295u, -7, INT_MIN);
+	FMT_SAME(sizeof a, "%s", "");
+	FMT_SAME(cut[0], "dp.bucket%u.%s", 123u, "reducescatter");
+	FMT_SAME(cut[1], "mb%u", 5u);
+	FMT_SAME(cut[2], "mb%u", 5u);
+#undef FMT_SAME
+}
+END_TEST
+
 /* What format prints, parse reads back (to 3 significant digits). */
 START_TEST(test_round_trip)
 {
@@ -428,6 +458,7 @@ static Suite *units_suite(void)
 	tcase_add_test(format, test_format_rate_time_flops);
 	tcase_add_test(format, test_format_small_buffer);
 	tcase_add_test(format, test_round_trip);
+	tcase_add_test(format, test_sim_fmt);
 	suite_add_tcase(s, parse);
 	suite_add_tcase(s, format);
 	return s;
