@@ -675,7 +675,7 @@ static void analytic_fire(struct sim *sim, struct sim_event *ev)
 		if (i < n && in->stream[i] != COLL_ABSENT) {
 			const struct sim_rank *r = &sim->ranks[ranks[i]];
 			__builtin_prefetch(r);
-			__builtin_prefetch(&r->s[in->stream[i]]);
+			__builtin_prefetch((const char *)r + 64);
 		}
 		uint32_t j = i - AHEAD;  /* wraps around below AHEAD: skipped */
 		if (j < n && in->stream[j] != COLL_ABSENT)

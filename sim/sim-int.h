@@ -52,13 +52,6 @@ struct sim_xfer {
 	} b0;
 };
 
-/* A stream's running op: when it started and the ops it stands for. Its
- * head and busy flag are the rank's; 16 bytes, four to a cache line. */
-struct sim_stream {
-	sim_ps start;
-	uint32_t run;                /* ops the running op stands for (>= 1) */
-} __attribute__((aligned(16)));
-
 /* Streams whose ops end at one time, fired from one heap entry (sim.c). */
 struct sim_bundle {
 	struct sim_event ev;
@@ -82,13 +75,13 @@ struct sim_rank_slot {
 };
 
 /*
- * A rank. Ordered for the cache: an event touches the first two lines
- * (program, ops left, busy flags, accounting, stream heads, and the first
- * two group slots: see SIM_HOT_SLOTS in sim.h) and the line of its stream;
- * collectives on other slots one more line; memory changes the statistics.
- * Streams 0-5 lie in lines 4 and 5, a pair that the adjacent-line
- * prefetcher fetches together, so the compute stream and a communication
- * stream cost one fetch.
+ * A rank. Ordered for the cache: the first two lines (an aligned pair,
+ * which the adjacent-line prefetcher fetches together) hold what every
+ * start and finish of an op reads and writes: program, ops left, busy
+ * flags, accounting, each stream's head and running op, and the first
+ * group slot (SIM_HOT_SLOTS). Collectives on the other slots touch one
+ * more pair; recording, the end of the program and memory changes touch
+ * the rest.
  */
 struct sim_rank {
 	const struct sim_program *prog;
@@ -96,12 +89,16 @@ struct sim_rank {
 	uint16_t busy;                    /* bit s: stream s runs an op     */
 	uint16_t counted;                 /* bit s: it counts as communication
 					   * in progress (stream_set_busy)  */
-	sim_ps end;
 	sim_ps since;                     /* last change of busy state      */
 	sim_ps compute_ps, exposed_ps;    /* st's, kept here (rank_account) */
 	uint32_t next[SIM_MAX_STREAMS];   /* head op: index into the stream */
+	uint16_t run[SIM_MAX_STREAMS];    /* ops the running op stands for
+					   * (>= 1; runs are at most
+					   * SIM_RUN_MAX ops)                */
 	struct sim_rank_slot slot[SIM_MAX_GROUPS];
-	struct sim_stream s[SIM_MAX_STREAMS];   /* 16 bytes each, aligned */
+	sim_ps start[SIM_MAX_STREAMS];    /* when the running op started:
+					   * kept only for a recorder       */
+	sim_ps end;                       /* when the program ended         */
 	uint8_t ngroups;
 	/* Aligned so that mem_now, which every change of memory reads, is one
 	 * line. */
@@ -109,8 +106,10 @@ struct sim_rank {
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct sim_rank, slot) + SIM_HOT_SLOTS * sizeof(struct sim_rank_slot) <= 128,
 	       "the hot slots lie in the first two lines");
-_Static_assert(offsetof(struct sim_rank, s) % 128 == 32,
-	       "streams 0-5 lie in one pair of lines");
+
+/* The most ops one run (of kernels, or of collectives in a chain) stands
+ * for: longer ones are cut (sim.c, program_stream_hot). */
+#define SIM_RUN_MAX UINT16_MAX
 
 struct coll_inst;
 struct coll_links_memo;

@@ -557,7 +557,7 @@ static void program_stream_hot(struct sim_program *prog, unsigned st, const uint
 		}
 	}
 	for (uint32_t k = 0, n; k < len; k += n) {
-		for (n = 1; k + n < len && run_extends(&prog->ops[list[k + n - 1]],
+		for (n = 1; k + n < len && n < SIM_RUN_MAX && run_extends(&prog->ops[list[k + n - 1]],
 						      waiters[list[k + n - 1]],
 						      &prog->ops[list[k + n]]); n++) {
 			hot[k].run_ps += prog->ops[list[k + n]].dur_ps;
@@ -886,10 +886,10 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 		if (r->next[d->stream] <= d->pos)
 			return;
 	}
-	struct sim_stream *s = &r->s[stream];
 	stream_set_busy(sim, r, stream, 1, h->kind != SIM_OP_SEND && h->kind != SIM_OP_RECV);
-	s->start = sim->now;
-	s->run = 1;
+	if (sim->rec)
+		r->start[stream] = sim->now;
+	r->run[stream] = 1;
 	switch (h->kind) {
 	case SIM_OP_COMPUTE:
 		if (__builtin_expect(sim->scale != NULL, 0)) {
@@ -903,11 +903,11 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 					stream);
 			break;
 		}
-		s->run = h->run_n;
+		r->run[stream] = (uint16_t)h->run_n;
 		stream_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), rank, stream);
 		break;
 	case SIM_OP_COLL:
-		s->run = sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
+		r->run[stream] = (uint16_t)sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
 		break;
 	case SIM_OP_SEND:
 	case SIM_OP_RECV:
@@ -953,16 +953,16 @@ static void rank_try_start(struct sim *sim, uint32_t rank)
 static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	const struct sim_rank *r = &sim->ranks[rank];
-	const struct sim_stream *s = &r->s[stream];
+	uint32_t run = r->run[stream];
 	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream]];
-	sim_ps t = s->start;
-	BUG_ON(s->run > 1 && h->kind == SIM_OP_COLL && !sim->chain_end);
-	for (uint32_t k = 0; k < s->run; k++) {
+	sim_ps t = r->start[stream];
+	BUG_ON(run > 1 && h->kind == SIM_OP_COLL && !sim->chain_end);
+	for (uint32_t k = 0; k < run; k++) {
 		const struct sim_op *op = &r->prog->ops[h[k].op];
 		sim_ps end = sim->now;
-		if (k + 1 < s->run && h->kind == SIM_OP_COLL) {  /* ends relative to the start */
-			end = sim->now - sim->chain_end[s->run - 1] + sim->chain_end[k];
-		} else if (k + 1 < s->run) {
+		if (k + 1 < run && h->kind == SIM_OP_COLL) {  /* ends relative to the start */
+			end = sim->now - sim->chain_end[run - 1] + sim->chain_end[k];
+		} else if (k + 1 < run) {
 			sim_ps d = at_speed(sim, rank, op->dur_ps);
 			end = d < sim->now - t ? t + d : sim->now;
 		}
@@ -975,10 +975,10 @@ static void run_record(struct sim *sim, uint32_t rank, unsigned stream)
 void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 {
 	struct sim_rank *r = &sim->ranks[rank];
-	struct sim_stream *s = &r->s[stream];
+	uint32_t run = r->run[stream];
 	BUG_ON(!(r->busy >> stream & 1u));
 	/* The op that ends now: the stream's head, or the last of its run. */
-	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream] + s->run - 1];
+	const struct sim_op_hot *h = &r->prog->hot[stream][r->next[stream] + run - 1];
 	if (sim->rec)
 		run_record(sim, rank, stream);
 	stream_set_busy(sim, r, stream, 0, 0);
@@ -992,9 +992,10 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 			r->st.mark_exposed_ps = r->exposed_ps;
 		}
 	}
-	r->next[stream] += s->run;
-	r->left -= s->run;
-	r->end = sim->now;
+	r->next[stream] += run;
+	r->left -= run;
+	if (!r->left)
+		r->end = sim->now;
 	/* The stream's next op, then the heads of the streams that wait for
 	 * this op, in stream order: it may have been their last dependency (no
 	 * other head can have become ready). */
@@ -1048,7 +1049,8 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	r->counted = 0;
 	r->busy = 0;
 	memset(r->next, 0, sizeof(r->next));
-	memset(r->s, 0, sizeof(r->s));
+	memset(r->run, 0, sizeof(r->run));
+	memset(r->start, 0, sizeof(r->start));
 	BUG_ON(prog->nstreams > SIM_MAX_STREAMS);
 	rank_try_start(sim, rank);
 }

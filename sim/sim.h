@@ -208,10 +208,10 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
 /* Memory categories a rank tracks (their meaning is the caller's). */
 #define SIM_MEM_CATS 8
 /* Group slots per rank (world, TP, CP, PP, DP, EP, ...). A rank's first
- * SIM_HOT_SLOTS slots share its first cache lines: give them the groups
- * with the most collectives. */
+ * SIM_HOT_SLOTS slots share its first cache lines, the next seven its
+ * next two: give them the groups with the most collectives. */
 #define SIM_MAX_GROUPS 12
-#define SIM_HOT_SLOTS 2
+#define SIM_HOT_SLOTS 1
 
 /* Op flags. SIM_OP_MARK: when the op finishes, the rank's stats remember
  * the time and its compute and exposed-communication totals (mark_*). */
@@ -383,7 +383,8 @@ uint32_t sim_group_size(const struct sim *sim, uint32_t group);
  */
 void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
 		    const uint32_t *groups, unsigned ngroups);
-/* When the rank's last op finished. */
+/* When the rank's program ended: its last op finished (its start while it
+ * runs). */
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
 
 /*

@@ -389,6 +389,50 @@ START_TEST(test_compute_runs)
 }
 END_TEST
 
+/* A recorder for long programs: counts the ops and checks that each starts
+ * where the one before ended, and lasts 3 ps. */
+struct rec_chain {
+	uint32_t n;
+	sim_ps last_end;
+};
+
+static void rec_chain_done(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps start,
+			   sim_ps end)
+{
+	struct rec_chain *c = ctx;
+	(void)rank, (void)op;
+	ck_assert_msg(start == c->last_end && end == start + 3, "op %u: %lld-%lld after %lld",
+		      c->n, (long long)start, (long long)end, (long long)c->last_end);
+	c->last_end = end;
+	c->n++;
+}
+
+/*
+ * A run stands for at most 65,535 ops (a rank keeps its length in 16 bits):
+ * 70,000 kernels nobody waits for are two runs, two events, and end, and
+ * are recorded, as one run would be.
+ */
+START_TEST(test_compute_run_cut)
+{
+	static const struct sim_recorder_ops chain_ops = { .op_done = rec_chain_done };
+	struct rec_chain chain = { 0 };
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	sim_set_recorder(ts.sim, &chain_ops, &chain);
+	struct sim_program *p = sim_program_new();
+	for (uint32_t i = 0; i < 70000; i++)
+		sim_program_compute(p, 0, "k", 3, 0, 0);
+	tsim_start(&ts, 0, p);
+	tsim_run_ok(&ts);
+	ck_assert_int_eq(sim_rank_end(ts.sim, 0), 3 * 70000);
+	ck_assert_uint_eq(chain.n, 70000);
+	ck_assert_msg(sim_events(ts.sim) == 2, "%llu events, expected 2",
+		      (unsigned long long)sim_events(ts.sim));
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* ---- point-to-point ------------------------------------------------------------- */
 
 static const double chunk_sizes[] = { 64.0 * 1024, 1024.0 * 1024, SIM_DEFAULT_CHUNK_BYTES, 1e9 };
@@ -1373,6 +1417,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_streams_overlap);
 	tcase_add_test(tc, test_zero_compute);
 	tcase_add_test(tc, test_compute_runs);
+	tcase_add_test(tc, test_compute_run_cut);
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);
