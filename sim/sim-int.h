@@ -100,9 +100,9 @@ struct sim_rank {
 					   * kept only for a recorder       */
 	sim_ps end;                       /* when the program ended         */
 	uint8_t ngroups;
-	/* Aligned so that mem_now, which every change of memory reads, is one
-	 * line. */
-	struct sim_rank_stats st __attribute__((aligned(64)));
+	/* Aligned so that mem_now and mem_peak, which every change of memory
+	 * reads, are one pair of lines. */
+	struct sim_rank_stats st __attribute__((aligned(128)));
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct sim_rank, slot) + SIM_HOT_SLOTS * sizeof(struct sim_rank_slot) <= 128,
 	       "the hot slots lie in the first two lines");
