@@ -18,7 +18,10 @@
 # The cases: Llama-3-70B on 64 GPUs (TP 8, PP 8) and on 512 (TP 8, PP 4,
 # DP 16), Llama-3-405B in the layout of scenarios/llama3-405b-h100x16384.yaml
 # with DP 32 (4,096 GPUs) and DP 128 (16,384), the global batch keeping 16
-# micro-batches per replica. docs/performance.md records the table.
+# micro-batches per replica. Every run is pinned to the last CPU with
+# taskset (util-linux) where it exists: the targets are for one core, and a
+# run that moves between cores loses its caches. docs/performance.md records
+# the table.
 set -eu
 
 cs=${1:?usage: bench/scale.sh CLUSTERSIM [--quick]}
@@ -26,6 +29,10 @@ quick=${2:-}
 src=$(cd "$(dirname "$0")/.." && pwd)
 gnutime=/usr/bin/time
 [ -x "$gnutime" ] || { echo "scale.sh: needs GNU time ($gnutime, Debian package time)" >&2; exit 2; }
+pin=
+if command -v taskset >/dev/null 2>&1; then
+	pin="taskset -c $(($(nproc) - 1))"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -36,14 +43,14 @@ json() { sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" "$2"; }
 row() {
 	gpus=$1 fid=$2 scen=$3
 	shift 3
-	"$gnutime" -f '%M' -o "$tmp/rss" "$cs" run "$src/scenarios/$scen" "$@" --fidelity "$fid" \
+	"$gnutime" -f '%M' -o "$tmp/rss" $pin "$cs" run "$src/scenarios/$scen" "$@" --fidelity "$fid" \
 		--json >"$tmp/out.json"
 	rss=$(tail -n 1 "$tmp/rss")
 	wall=$(json wall_s "$tmp/out.json")
 	events=$(json events "$tmp/out.json")
 	step=$(json step_time_s "$tmp/out.json")
 	rm -f "$tmp/db" "$tmp/db-wal" "$tmp/db-shm"
-	"$gnutime" -f '%e %M' -o "$tmp/dbt" "$cs" run "$src/scenarios/$scen" "$@" --fidelity "$fid" \
+	"$gnutime" -f '%e %M' -o "$tmp/dbt" $pin "$cs" run "$src/scenarios/$scen" "$@" --fidelity "$fid" \
 		--db "$tmp/db" >/dev/null
 	set -- $(tail -n 1 "$tmp/dbt")
 	dbwall=$1 dbrss=$2
@@ -56,7 +63,7 @@ row() {
 
 echo "machine: $(uname -m), $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)"
 echo "commit:  $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "command: bench/scale.sh $cs${quick:+ $quick}"
+echo "command: bench/scale.sh $cs${quick:+ $quick}${pin:+ (each run under $pin)}"
 echo
 printf "%6s  %-8s %9s %12s %9s %9s %10s %9s %9s %9s\n" gpus fidelity wall_s events \
 	Mev_per_s rss_MiB db_wall_s db_MiB db_rssMiB step_s
@@ -73,9 +80,9 @@ done
 # the elapsed time (GNU time's, so that the last commit is counted).
 scen="$src/scenarios/llama3-70b-h100x512.yaml"
 set -- --set cluster.nodes=128 --set parallel.dp=32 --set training.global_batch=512
-"$gnutime" -f '%e' -o "$tmp/t0" "$cs" run "$scen" "$@" >/dev/null
+"$gnutime" -f '%e' -o "$tmp/t0" $pin "$cs" run "$scen" "$@" >/dev/null
 rm -f "$tmp/db" "$tmp/db-wal" "$tmp/db-shm"
-"$gnutime" -f '%e %M' -o "$tmp/t1" "$cs" run "$scen" "$@" --record all --db "$tmp/db" >/dev/null
+"$gnutime" -f '%e %M' -o "$tmp/t1" $pin "$cs" run "$scen" "$@" --record all --db "$tmp/db" >/dev/null
 rows=$(sqlite3 "$tmp/db" "SELECT (SELECT count(*) FROM timeline) + (SELECT count(*) FROM memory)
 	+ (SELECT count(*) FROM op_defs) + (SELECT count(*) FROM timeline_blocks)
 	+ (SELECT count(*) FROM ranks)")
