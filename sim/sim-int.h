@@ -208,6 +208,8 @@ struct sim {
 	void (*rank_done)(void *ctx, struct sim *sim, uint32_t rank);
 	void *rank_done_ctx;         /* sim_set_rank_done                   */
 	uint32_t absent_gen;         /* changes of `absent` so far          */
+	uint8_t ranks_started;       /* a rank has started: the recorder is
+				      * fixed (sim_set_recorder)            */
 };
 
 /* sim.c */

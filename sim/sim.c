@@ -112,6 +112,7 @@ const char *sim_error(const struct sim *sim) { return sim->err; }
 
 void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx)
 {
+	BUG_ON(sim->ranks_started);
 	sim->rec = ops;
 	sim->rec_ctx = ctx;
 }
@@ -1025,6 +1026,7 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	/* The hot arrays are derived data kept with the program; computing
 	 * them once changes none of its ops. */
 	program_seal((struct sim_program *)prog);
+	sim->ranks_started = 1;
 	r->prog = prog;
 	r->ngroups = (uint8_t)ngroups;
 	for (unsigned i = 0; i < ngroups; i++) {

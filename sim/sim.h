@@ -342,6 +342,8 @@ struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
 		    const struct sim_topo_ops *topo_ops, void *topo);
 void sim_free(struct sim *sim);
 uint32_t sim_nranks(const struct sim *sim);
+/* Before the first sim_rank_start: the engine keeps the start times of
+ * running ops only while a recorder is set. */
 void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx);
 
 /*
