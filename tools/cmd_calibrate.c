@@ -157,8 +157,9 @@ static int fit_scopes(struct cli_args *a, struct calib *c)
 		s->inter = k;
 		if (!s->npts) {
 			if (s->ranks)
-				return cli_error(a, CLI_BADINPUT, "the %s logs have no %s times",
-						 s->name, c->inplace ? "in-place" : "out-of-place");
+				return cli_error(a, CLI_BADINPUT, "the %s logs have no %s times%s",
+						 s->name, c->inplace ? "in-place" : "out-of-place",
+						 c->inplace ? "" : " (fit the in-place ones with --inplace)");
 			continue;
 		}
 		nccl_fit_range(s->pts, s->npts, &s->lo, &s->hi);

@@ -100,6 +100,27 @@ if "$CS" calibrate nccl "$A100" "$T/a100-two-hosts.txt" >"$T/out" 2>&1 &&
 	ok "each log in its own scope"
 else bad "scopes: $(grep '^# ' "$T/out")"; fi
 
+# The H200 sweeps of tools/measure_allreduce.py (scenarios/calibration/h200/nccl/:
+# 4 GPUs, in place, NCCL's INFO lines mixed in): the figures
+# docs/calibration.md quotes, jointly over the four default sweeps; without
+# --inplace the error says which times exist.
+H200NCCL=$SRC/scenarios/calibration/h200/nccl
+if "$CS" calibrate nccl --inplace "$H200NCCL/all_reduce_perf-4gpu-default.txt" >"$T/out" 2>&1 &&
+   grep -q "all_reduce_perf, 4 ranks, inside one node, in-place times" "$T/out" &&
+   grep -q "alpha 4.33 us per step .*bus bandwidth 348.9 GB/s" "$T/out" &&
+   grep -q "fitted on 9 times from 8.39 MB to 2.15 GB" "$T/out" &&
+   grep -q "median 1.9 %, worst 3.3 %" "$T/out"; then ok "H200 sweep"
+else bad "H200 sweep: $(tail -4 "$T/out")"; fi
+if "$CS" calibrate nccl --inplace "$H200NCCL"/all_reduce_perf-4gpu-default*.txt >"$T/out" 2>&1 &&
+   grep -q "alpha 4.34 us per step .*bus bandwidth 348.1 GB/s" "$T/out" &&
+   grep -q "fitted on 36 times" "$T/out"; then ok "H200 sweeps jointly"
+else bad "H200 sweeps jointly: $(tail -4 "$T/out")"; fi
+if "$CS" calibrate nccl "$H200NCCL/all_reduce_perf-4gpu-default.txt" >"$T/out" 2>&1; then
+	bad "out-of-place fit of in-place logs succeeded"
+elif grep -q "no out-of-place times (fit the in-place ones with --inplace)" "$T/out"; then
+	ok "in-place logs without --inplace"
+else bad "in-place logs without --inplace: $(cat "$T/out")"; fi
+
 # calibrate gemm on the shipped H200 table: the figures docs/calibration.md
 # quotes; a folder next to a scenario that the scenario names gives the same
 # step as the shipped table it was made from.
