@@ -103,7 +103,8 @@ struct sim_rank {
 	/* Aligned so that mem_now and mem_peak, which every change of memory
 	 * reads, are one pair of lines. */
 	struct sim_rank_stats st __attribute__((aligned(128)));
-} __attribute__((aligned(64)));
+} __attribute__((aligned(128)));  /* sim_new allocates the ranks so aligned */
+_Static_assert(_Alignof(struct sim_rank) == 128, "a rank starts on a pair of lines");
 _Static_assert(offsetof(struct sim_rank, slot) + SIM_HOT_SLOTS * sizeof(struct sim_rank_slot) <= 128,
 	       "the hot slots lie in the first two lines");
 

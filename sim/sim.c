@@ -61,7 +61,7 @@ struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
 	sim->topo_ops = topo_ops;
 	sim->topo = topo;
 	sim->nranks = nranks;
-	sim->ranks = xcalloc_aligned(nranks, sizeof(*sim->ranks), 64);
+	sim->ranks = xcalloc_aligned(nranks, sizeof(*sim->ranks), _Alignof(struct sim_rank));
 	return sim;
 }
 

@@ -208,7 +208,7 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
 /* Memory categories a rank tracks (their meaning is the caller's). */
 #define SIM_MEM_CATS 8
 /* Group slots per rank (world, TP, CP, PP, DP, EP, ...). A rank's first
- * SIM_HOT_SLOTS slots share its first cache lines, the next seven its
+ * SIM_HOT_SLOTS slots share its first cache lines, the next eight its
  * next two: give them the groups with the most collectives. */
 #define SIM_MAX_GROUPS 12
 #define SIM_HOT_SLOTS 1
@@ -342,8 +342,8 @@ struct sim *sim_new(const struct sim_config *cfg, uint32_t nranks,
 		    const struct sim_topo_ops *topo_ops, void *topo);
 void sim_free(struct sim *sim);
 uint32_t sim_nranks(const struct sim *sim);
-/* Before the first sim_rank_start: the engine keeps the start times of
- * running ops only while a recorder is set. */
+/* Before the first sim_rank_start (a later call is a BUG): the engine keeps
+ * the start times of running ops only while a recorder is set. */
 void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx);
 
 /*
@@ -380,13 +380,14 @@ uint32_t sim_group_size(const struct sim *sim, uint32_t group);
 
 /*
  * Give a rank its program and its group slots (groups[i] is a group id) and
- * start it at the current time. A rank may get a new program once the
- * previous one has finished.
+ * start it at the current time. ngroups covers every slot the program's ops
+ * name (checked here: a BUG otherwise). A rank may get a new program once
+ * the previous one has finished.
  */
 void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *prog,
 		    const uint32_t *groups, unsigned ngroups);
-/* When the rank's program ended: its last op finished (its start while it
- * runs). */
+/* When the rank's program ended: its last op finished (while it runs: when
+ * it started). */
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
 
 /*

@@ -37,7 +37,9 @@ void *xreallocarray(void *p, size_t count, size_t n);
 void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first);
 char *xstrdup(const char *s);
 /* snprintf for %s, %u, %d and %% only, several times faster: the names of a
- * program's ops (hundreds of thousands at scale). */
+ * program's ops (hundreds of thousands at scale). The format attribute
+ * checks the arguments' types, not the conversions: any other (%zu, %02u,
+ * %x, ...) is a BUG when it runs. */
 int sim_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* snprintf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -409,8 +409,8 @@ static void rec_chain_done(void *ctx, uint32_t rank, const struct sim_op *op, si
 
 /*
  * A run stands for at most 65,535 ops (a rank keeps its length in 16 bits):
- * 70,000 kernels nobody waits for are two runs, two events, and end, and
- * are recorded, as one run would be.
+ * 70,000 kernels nobody waits for are two runs and two events; they end,
+ * and are recorded, as one run would have them.
  */
 START_TEST(test_compute_run_cut)
 {
