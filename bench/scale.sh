@@ -29,9 +29,11 @@ quick=${2:-}
 src=$(cd "$(dirname "$0")/.." && pwd)
 gnutime=/usr/bin/time
 [ -x "$gnutime" ] || { echo "scale.sh: needs GNU time ($gnutime, Debian package time)" >&2; exit 2; }
+# The last CPU this script may run on (a cpuset need not start at 0).
 pin=
-if command -v taskset >/dev/null 2>&1; then
-	pin="taskset -c $(($(nproc) - 1))"
+last=$(awk -F '[,-]' '/^Cpus_allowed_list:/ { print $NF }' /proc/self/status 2>/dev/null || true)
+if command -v taskset >/dev/null 2>&1 && [ -n "$last" ]; then
+	pin="taskset -c $last"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM

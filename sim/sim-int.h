@@ -75,13 +75,12 @@ struct sim_rank_slot {
 };
 
 /*
- * A rank. Ordered for the cache: the first two lines (an aligned pair,
- * which the adjacent-line prefetcher fetches together) hold what every
- * start and finish of an op reads and writes: program, ops left, busy
- * flags, accounting, each stream's head and running op, and the first
- * group slot (SIM_HOT_SLOTS). Collectives on the other slots touch one
- * more pair; recording, the end of the program and memory changes touch
- * the rest.
+ * A rank. Ordered for the cache: the first two lines (an aligned pair) hold
+ * what every start and finish of an op reads and writes: program, ops left,
+ * busy flags, accounting, each stream's head and running op, and the first
+ * group slot (SIM_HOT_SLOTS). Collectives on the other slots touch one more
+ * pair; recording, the end of the program and memory changes touch the
+ * rest.
  */
 struct sim_rank {
 	const struct sim_program *prog;
