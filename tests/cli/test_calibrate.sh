@@ -121,6 +121,16 @@ elif grep -q "no out-of-place times (fit the in-place ones with --inplace)" "$T/
 	ok "in-place logs without --inplace"
 else bad "in-place logs without --inplace: $(cat "$T/out")"; fi
 
+# The shipped preset dgx-h200-nccl is what calibrate writes from them (its
+# first line, the command, names the output file).
+tail -n +2 "$SRC/scenarios/clusters/dgx-h200-nccl.yaml" >"$T/h200-want"
+if (cd "$SRC" && "$CS" calibrate nccl --inplace \
+	scenarios/calibration/h200/nccl/all_reduce_perf-4gpu-default*.txt --base dgx-h200 \
+	-o "$T/h200.yaml") >"$T/out" 2>&1 &&
+   tail -n +2 "$T/h200.yaml" | cmp -s - "$T/h200-want"; then
+	ok "dgx-h200-nccl is the fit of the shipped sweeps"
+else bad "dgx-h200-nccl: $(cat "$T/out"; tail -n +2 "$T/h200.yaml" | diff - "$T/h200-want")"; fi
+
 # calibrate gemm on the shipped H200 table: the figures docs/calibration.md
 # quotes; a folder next to a scenario that the scenario names gives the same
 # step as the shipped table it was made from.
