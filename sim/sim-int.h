@@ -98,6 +98,9 @@ struct sim_rank {
 	sim_ps start[SIM_MAX_STREAMS];    /* when the running op started:
 					   * kept only for a recorder       */
 	sim_ps end;                       /* when the program ended         */
+	/* A waiting send or receive of stream s: the next waiter of its
+	 * conversation (sim.c, p2p_post), rank << 4 | stream, or none. */
+	uint32_t p2p_next[SIM_MAX_STREAMS];
 	uint8_t ngroups;
 	/* Aligned so that mem_now and mem_peak, which every change of memory
 	 * reads, are one pair of lines. */

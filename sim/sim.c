@@ -1116,20 +1116,21 @@ static int report_stuck(struct sim *sim)
  * (rendezvous) and both ops finish when it has arrived. Waiting posts of one
  * pair sit in a small ring: a rank has at most SIM_MAX_STREAMS ops running.
  */
-/* A posted send or receive waiting for its peer: 4 bytes (ranks < 2^20). */
-struct p2p_wait {
-	uint32_t rank : 28;
-	uint32_t stream : 4;
-};
-
-/* One (src, dst, tag) conversation: one cache line. */
+/*
+ * One (src, dst, tag) conversation: 16 bytes, four to a cache line, so the
+ * table of a large run (two or three conversations per rank) stays small.
+ * Its waiting posts are a FIFO list of (rank, stream): head and tail here,
+ * the links in the waiting ranks (sim_rank.p2p_next). A post waits only
+ * while the other side has none waiting, so the list holds one kind.
+ */
 struct p2p_pair {
-	uint64_t key;            /* src << 32 | dst, plus one so 0 is empty   */
-	int32_t count;           /* > 0: sends waiting, < 0: receives waiting */
-	uint8_t head;
-	struct p2p_wait q[SIM_MAX_STREAMS];
+	uint64_t key;            /* src << 23 | dst << 2 | tag, plus one: 0 is empty */
+	uint32_t head, tail;     /* P2P_NONE, or rank << 4 | stream, and the
+				  * head's P2P_SENDS bit: the waiting are sends */
 };
-_Static_assert(SIM_MAX_STREAMS <= 16, "p2p_wait.stream holds 4 bits");
+#define P2P_NONE UINT32_MAX
+#define P2P_SENDS (1u << 31)
+_Static_assert(SIM_MAX_STREAMS <= 16, "a waiter's stream holds 4 bits");
 
 struct p2p_map {
 	struct p2p_pair *slots;
@@ -1179,7 +1180,7 @@ static struct p2p_pair *p2p_find(struct sim *sim, uint32_t src, uint32_t dst, un
 	uint64_t key = ((((uint64_t)src << 21) | dst) << 2 | tag) + 1;
 	struct p2p_pair *p = p2p_slot(m, key);
 	if (!p->key) {
-		p->key = key;
+		*p = (struct p2p_pair){ .key = key, .head = P2P_NONE, .tail = P2P_NONE };
 		m->used++;
 	}
 	return p;
@@ -1204,24 +1205,31 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 	int is_send = op->kind == SIM_OP_SEND;
 	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer, op->tag)
 				     : p2p_find(sim, peer, rank, op->tag);
-	int sign = is_send ? 1 : -1;
-	if (p->count * sign < 0) {
+	uint32_t me = rank << 4 | stream, kind = is_send ? P2P_SENDS : 0;
+	if (p->head != P2P_NONE && (p->head & P2P_SENDS) != kind) {
 		/* The other side is waiting: take the oldest and start. */
-		struct p2p_wait w = p->q[p->head];
-		p->head = (uint8_t)((p->head + 1) % SIM_MAX_STREAMS);
-		p->count += sign;
-		uint32_t src = is_send ? rank : w.rank, dst = is_send ? w.rank : rank;
-		unsigned ss = is_send ? stream : w.stream, ds = is_send ? w.stream : stream;
-		double bytes = is_send ? op->bytes : sim_stream_head(sim, w.rank, w.stream)->bytes;
+		uint32_t w = p->head & ~P2P_SENDS, wrank = w >> 4, wstream = w & 0xfu;
+		uint32_t next = sim->ranks[wrank].p2p_next[wstream];
+		if (next == P2P_NONE)
+			p->head = p->tail = P2P_NONE;
+		else
+			p->head = next | (p->head & P2P_SENDS);
+		uint32_t src = is_send ? rank : wrank, dst = is_send ? wrank : rank;
+		unsigned ss = is_send ? stream : wstream, ds = is_send ? wstream : stream;
+		double bytes = is_send ? op->bytes : sim_stream_head(sim, wrank, wstream)->bytes;
 		stream_moving(sim, src, ss);
 		stream_moving(sim, dst, ds);
 		struct sim_xfer *x = sim_xfer_start(sim, src, dst, bytes, p2p_arrived, NULL);
 		x->a = src, x->b = ss, x->c = dst, x->d = ds;
 		return;
 	}
-	int waiting = p->count * sign;
-	BUG_ON(waiting >= SIM_MAX_STREAMS);
-	p->q[(p->head + waiting) % SIM_MAX_STREAMS] = (struct p2p_wait){ .rank = rank & 0xfffffffu,
-									 .stream = stream & 0xfu };
-	p->count += sign;
+	/* Wait, last in the pair's list. */
+	sim->ranks[rank].p2p_next[stream] = P2P_NONE;
+	if (p->head == P2P_NONE) {
+		p->head = me | kind;
+	} else {
+		uint32_t t = p->tail;
+		sim->ranks[t >> 4].p2p_next[t & 0xfu] = me;
+	}
+	p->tail = me;
 }

@@ -828,6 +828,59 @@ START_TEST(test_p2p_program_order)
 }
 END_TEST
 
+/*
+ * Several posts of one kind waiting on one conversation meet the other
+ * side's in the order they were posted (a FIFO per (src, dst, tag)).
+ * Rank 0 posts three sends at once, on streams 0, 1 and 2 (in that order),
+ * of 1 KB, 1 MB and 10 KB; rank 1 receives one after another on one stream
+ * after 10 us of compute: its receives take the sends' sizes in that
+ * order. Then the other way: rank 1 posts two receives at once (streams 3
+ * and 4) and rank 0 sends one after another, 5 ms later: the receive of
+ * stream 3 gets the first send.
+ */
+START_TEST(test_p2p_waiters_fifo)
+{
+	const double alpha = 1e-6, W = 1e9;
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 2, alpha, W, 0);
+	struct sim_program *s = sim_program_new(), *r = sim_program_new();
+	uint32_t a = sim_program_send(s, 0, "sa", 0, 1, 1e3);
+	uint32_t b = sim_program_send(s, 1, "sb", 0, 1, 1e6);
+	uint32_t c = sim_program_send(s, 2, "sc", 0, 1, 1e4);
+	(void)a;
+	sim_program_compute(s, 0, "later", 5000 * US, 0, 0);
+	sim_program_dep(s, b), sim_program_dep(s, c);
+	sim_program_send(s, 0, "sd", 0, 1, 2e3);
+	sim_program_send(s, 0, "se", 0, 1, 3e3);
+	sim_program_compute(r, 0, "k", 10 * US, 0, 0);
+	sim_program_recv(r, 0, "r1", 0, 0, 1e3);
+	sim_program_recv(r, 0, "r2", 0, 0, 1e6);
+	uint32_t r3 = sim_program_recv(r, 0, "r3", 0, 0, 1e4);
+	sim_program_recv(r, 3, "rd", 0, 0, 2e3);
+	sim_program_dep(r, r3);
+	sim_program_recv(r, 4, "re", 0, 0, 3e3);
+	sim_program_dep(r, r3);
+	tsim_start(&ts, 0, s);
+	tsim_start(&ts, 1, r);
+	tsim_run_ok(&ts);
+	sim_ps t1 = 10 * US + sim_ps_from_s(alpha + 1e3 / W);
+	sim_ps t2 = t1 + sim_ps_from_s(alpha + 1e6 / W);
+	sim_ps t3 = t2 + sim_ps_from_s(alpha + 1e4 / W);
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "r1")->end, t1, 2, "r1 meets sa");
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "r2")->end, t2, 4, "r2 meets sb");
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "r3")->end, t3, 6, "r3 meets sc");
+	/* rd and re wait from t3 (posted in that order); sd comes 5 ms later
+	 * and meets rd, then se meets re. */
+	sim_ps t4 = t3 + 5000 * US + sim_ps_from_s(alpha + 2e3 / W);
+	sim_ps t5 = t4 + sim_ps_from_s(alpha + 3e3 / W);
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "rd")->end, t4, 8, "rd meets sd");
+	ASSERT_PS_NEAR(rec_find(ts.rec, 1, "re")->end, t5, 10, "re meets se");
+	sim_program_free(s);
+	sim_program_free(r);
+	tsim_clear(&ts);
+}
+END_TEST
+
 /* ---- failures ----------------------------------------------------------------- */
 
 static void expect_failure(struct tsim *ts, const char *needle)
@@ -1433,6 +1486,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_disjoint_links_full_speed);
 	tcase_add_test(tc, test_bulk_split);
 	tcase_add_test(tc, test_p2p_program_order);
+	tcase_add_test(tc, test_p2p_waiters_fifo);
 	tcase_add_test(tc, test_link_names);
 	suite_add_tcase(s, tc);
 
