@@ -844,10 +844,9 @@ START_TEST(test_p2p_waiters_fifo)
 	struct tsim ts;
 	tsim_init(&ts, TT_PAIRS, 2, alpha, W, 0);
 	struct sim_program *s = sim_program_new(), *r = sim_program_new();
-	uint32_t a = sim_program_send(s, 0, "sa", 0, 1, 1e3);
+	sim_program_send(s, 0, "sa", 0, 1, 1e3);
 	uint32_t b = sim_program_send(s, 1, "sb", 0, 1, 1e6);
 	uint32_t c = sim_program_send(s, 2, "sc", 0, 1, 1e4);
-	(void)a;
 	sim_program_compute(s, 0, "later", 5000 * US, 0, 0);
 	sim_program_dep(s, b), sim_program_dep(s, c);
 	sim_program_send(s, 0, "sd", 0, 1, 2e3);
