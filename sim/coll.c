@@ -619,8 +619,7 @@ static struct coll_inst *inst_get(struct sim *sim, uint32_t group, uint32_t seq,
 	struct sim_group *g = &sim->groups[group];
 	BUG_ON(seq < g->base_seq);
 	uint32_t i = seq - g->base_seq;
-	if (i >= g->livecap)
-		g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
+	g->live = xgrow_zeroed(g->live, &g->livecap, i, sizeof(*g->live), 4);
 	if (i >= g->nlive)
 		g->nlive = i + 1;
 	*fresh = !g->live[i];

@@ -52,13 +52,21 @@ struct sim_xfer {
 	} b0;
 };
 
+/* A rank's stream in 32 bits, as bundles and point-to-point waits keep it:
+ * rank << 4 | stream (ranks < 2^20, TOPO_MAX_RANKS; streams < 16), bit 31
+ * free. */
+_Static_assert(SIM_MAX_STREAMS <= 16, "a packed stream holds 4 bits");
+static inline uint32_t rs_pack(uint32_t rank, unsigned stream) { return rank << 4 | stream; }
+static inline uint32_t rs_rank(uint32_t rs) { return rs >> 4; }
+static inline unsigned rs_stream(uint32_t rs) { return rs & 0xfu; }
+
 /* Streams whose ops end at one time, fired from one heap entry (sim.c). */
 struct sim_bundle {
 	struct sim_event ev;
 	struct sim_bundle *next_free;
 	uint32_t n, cap;
-	uint32_t *s;                 /* rank << 4 | stream, in the order they
-				      * were scheduled                     */
+	uint32_t *s;                 /* rs_pack(rank, stream), in the order
+				      * they were scheduled                */
 };
 
 /* A rank's group slot: what a collective or a message on it reads, in 16
@@ -99,7 +107,7 @@ struct sim_rank {
 					   * kept only for a recorder       */
 	sim_ps end;                       /* when the program ended         */
 	/* A waiting send or receive of stream s: the next waiter of its
-	 * conversation (sim.c, p2p_post), rank << 4 | stream, or none. */
+	 * conversation (sim.c, p2p_post), rs_pack'ed, or none. */
 	uint32_t p2p_next[SIM_MAX_STREAMS];
 	uint8_t ngroups;
 	/* Aligned so that mem_now and mem_peak, which every change of memory

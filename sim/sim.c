@@ -198,7 +198,7 @@ static void stream_schedule(struct sim *sim, sim_ps t, uint32_t rank, unsigned s
 	}
 	if (b->n == b->cap)
 		b->s = xreallocarray(b->s, b->cap = b->cap ? 2 * b->cap : 8, sizeof(*b->s));
-	b->s[b->n++] = rank << 4 | stream;
+	b->s[b->n++] = rs_pack(rank, stream);
 }
 
 static void bundle_fire(struct sim *sim, struct sim_event *ev)
@@ -208,13 +208,13 @@ static void bundle_fire(struct sim *sim, struct sim_event *ev)
 		sim->bundle = NULL;
 	for (uint32_t i = 0; i < b->n && !sim->err; i++) {
 		if (i + 2 < b->n) {  /* the rank two ahead: cold lines */
-			const struct sim_rank *r = &sim->ranks[b->s[i + 2] >> 4];
+			const struct sim_rank *r = &sim->ranks[rs_rank(b->s[i + 2])];
 			__builtin_prefetch(r);
 			__builtin_prefetch((const char *)r + 64);
 		}
 		if (i)
 			sim->events++;  /* one event per stream, as unbundled */
-		sim_stream_finish(sim, b->s[i] >> 4, b->s[i] & 0xfu);
+		sim_stream_finish(sim, rs_rank(b->s[i]), rs_stream(b->s[i]));
 	}
 	b->next_free = sim->bundle_free;
 	sim->bundle_free = b;
@@ -242,7 +242,7 @@ int sim_run(struct sim *sim)
 		struct sim_event *next = sim_heap_peek(&sim->heap);
 		if (next && next->fire == bundle_fire) {
 			const struct sim_bundle *b = container_of(next, struct sim_bundle, ev);
-			const struct sim_rank *r = &sim->ranks[b->s[0] >> 4];
+			const struct sim_rank *r = &sim->ranks[rs_rank(b->s[0])];
 			__builtin_prefetch(r);
 			__builtin_prefetch((const char *)r + 64);
 		}
@@ -1114,7 +1114,7 @@ static int report_stuck(struct sim *sim)
  * order, as NCCL's send/recv do: the n-th send from a to b pairs with the
  * n-th receive on b from a (of the same tag). The transfer starts when both are posted
  * (rendezvous) and both ops finish when it has arrived. Waiting posts of one
- * pair sit in a small ring: a rank has at most SIM_MAX_STREAMS ops running.
+ * pair wait in a list, oldest first.
  */
 /*
  * One (src, dst, tag) conversation: 16 bytes, four to a cache line, so the
@@ -1125,12 +1125,11 @@ static int report_stuck(struct sim *sim)
  */
 struct p2p_pair {
 	uint64_t key;            /* src << 23 | dst << 2 | tag, plus one: 0 is empty */
-	uint32_t head, tail;     /* P2P_NONE, or rank << 4 | stream, and the
-				  * head's P2P_SENDS bit: the waiting are sends */
+	uint32_t head, tail;     /* P2P_NONE, or rs_pack'ed, and the head's
+				  * P2P_SENDS bit: the waiting are sends     */
 };
 #define P2P_NONE UINT32_MAX
 #define P2P_SENDS (1u << 31)
-_Static_assert(SIM_MAX_STREAMS <= 16, "a waiter's stream holds 4 bits");
 
 struct p2p_map {
 	struct p2p_pair *slots;
@@ -1205,10 +1204,11 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 	int is_send = op->kind == SIM_OP_SEND;
 	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer, op->tag)
 				     : p2p_find(sim, peer, rank, op->tag);
-	uint32_t me = rank << 4 | stream, kind = is_send ? P2P_SENDS : 0;
+	uint32_t me = rs_pack(rank, stream), kind = is_send ? P2P_SENDS : 0;
 	if (p->head != P2P_NONE && (p->head & P2P_SENDS) != kind) {
 		/* The other side is waiting: take the oldest and start. */
-		uint32_t w = p->head & ~P2P_SENDS, wrank = w >> 4, wstream = w & 0xfu;
+		uint32_t w = p->head & ~P2P_SENDS, wrank = rs_rank(w);
+		unsigned wstream = rs_stream(w);
 		uint32_t next = sim->ranks[wrank].p2p_next[wstream];
 		if (next == P2P_NONE)
 			p->head = p->tail = P2P_NONE;
@@ -1229,7 +1229,7 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 		p->head = me | kind;
 	} else {
 		uint32_t t = p->tail;
-		sim->ranks[t >> 4].p2p_next[t & 0xfu] = me;
+		sim->ranks[rs_rank(t)].p2p_next[rs_stream(t)] = me;
 	}
 	p->tail = me;
 }

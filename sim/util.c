@@ -44,10 +44,8 @@ void *xcalloc_aligned(size_t count, size_t n, size_t align)
 	return memset(p, 0, bytes);
 }
 
-void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first)
+void *xgrow_zeroed_slow(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first)
 {
-	if (i < *cap)
-		return p;
 	uint32_t c = *cap ? *cap : first;
 	while (c <= i)
 		c *= 2;

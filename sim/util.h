@@ -33,8 +33,13 @@ void *xrealloc(void *p, size_t n);
 /* Grow-by-doubling realloc of an array of count elements of size n. */
 void *xreallocarray(void *p, size_t count, size_t n);
 /* Grow the array p of *cap elements of size n (doubling from first) until
- * index i fits; new elements are zeroed. Returns the array. */
-void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first);
+ * index i fits; new elements are zeroed. Returns the array. Inline where i
+ * already fits (most calls, some on the event loop's path). */
+void *xgrow_zeroed_slow(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first);
+static inline void *xgrow_zeroed(void *p, uint32_t *cap, uint32_t i, size_t n, uint32_t first)
+{
+	return i < *cap ? p : xgrow_zeroed_slow(p, cap, i, n, first);
+}
 char *xstrdup(const char *s);
 /* snprintf for %s, %u, %d and %% only, several times faster: the names of a
  * program's ops (hundreds of thousands at scale). The format attribute
