@@ -17,6 +17,15 @@ algorithm bandwidth times 2(n-1)/n. NCCL's own environment (NCCL_ALGO,
 NCCL_PROTO, NCCL_NVLS_ENABLE, ...) applies and is printed in the header, so a
 sweep says which algorithm and protocol it was allowed.
 
+--check prints, instead of the sweep, a test of whether the sweep's figures
+are steady: every size timed with 5, 20 and 200 iterations in ascending
+order, then with 20 in descending order, then the single-call times of the
+smallest and the largest size. If the per-call time moved with the count or
+the order, the sweep would be measuring warm-up (clocks, caches), not the
+collective:
+
+    python3 tools/measure_allreduce.py --gpus 2 --check --min-bytes 67108864 > check.txt
+
 Needs PyTorch with CUDA and at least --gpus GPUs; it cannot run in CI.
 """
 import argparse
@@ -69,6 +78,42 @@ def row(nbytes, n, t_us):
             " %7.2f %7.2f      0" % (nbytes, nbytes // 4, t_us, algbw, busbw))
 
 
+def timed(dist, torch, x, iters, per_call=False):
+    """Mean microseconds per all_reduce of x over iters calls, or each call's."""
+    torch.cuda.synchronize()
+    dist.barrier()
+    torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    ev[0].record()
+    for i in range(iters):
+        dist.all_reduce(x)
+        if per_call:
+            ev[i + 1].record()
+    if not per_call:
+        ev[iters].record()
+    torch.cuda.synchronize()
+    if per_call:
+        return [ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)]
+    return ev[0].elapsed_time(ev[iters]) * 1e3 / iters
+
+
+def check(dist, torch, buf, args):
+    """The --check rows: (label, bytes, mean us) and (label, bytes, [us per call])."""
+    ss = sizes(args.min_bytes, args.max_bytes)
+    for s in ss:
+        for _ in range(args.warmup):
+            dist.all_reduce(buf[: s // 4])
+    out = []
+    for iters in (5, 20, 200):
+        for s in ss:
+            out.append(("up, %d iters" % iters, s, timed(dist, torch, buf[: s // 4], iters)))
+    for s in reversed(ss):
+        out.append(("down, 20 iters", s, timed(dist, torch, buf[: s // 4], 20)))
+    for s in sorted({ss[0], ss[-1]}):
+        out.append(("each of 60 calls", s, timed(dist, torch, buf[: s // 4], 60, True)))
+    return out
+
+
 def worker(rank, args, port, queue):
     import torch
     import torch.distributed as dist
@@ -79,21 +124,13 @@ def worker(rank, args, port, queue):
                             device_id=torch.device("cuda", rank))
     out = []
     buf = torch.ones(args.max_bytes // 4, dtype=torch.float32, device="cuda")
-    for s in sizes(args.min_bytes, args.max_bytes):
+    if args.check:
+        out = check(dist, torch, buf, args)
+    for s in [] if args.check else sizes(args.min_bytes, args.max_bytes):
         x = buf[: s // 4]
         for _ in range(args.warmup):
             dist.all_reduce(x)
-        torch.cuda.synchronize()
-        dist.barrier()
-        torch.cuda.synchronize()
-        t0 = torch.cuda.Event(enable_timing=True)
-        t1 = torch.cuda.Event(enable_timing=True)
-        t0.record()
-        for _ in range(args.iters):
-            dist.all_reduce(x)
-        t1.record()
-        torch.cuda.synchronize()
-        out.append((s, t0.elapsed_time(t1) * 1e3 / args.iters))
+        out.append((s, timed(dist, torch, x, args.iters)))
     if rank == 0:
         names = [torch.cuda.get_device_name(i) for i in range(args.gpus)]
         queue.put((names, out))
@@ -107,6 +144,8 @@ def main():
     p.add_argument("--max-bytes", type=int, default=1 << 31)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--check", action="store_true",
+                   help="test that the figures do not move with iteration count or order")
     args = p.parse_args()
     try:
         import torch
@@ -138,9 +177,26 @@ def main():
     env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
     env["torch"] = torch.__version__
     env["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+    if args.check:
+        print_check(args, names, env, rows)
+        return
     print("\n".join(header(args, names, env)))
     for s, t in rows:
         print(row(s, args.gpus, t))
+
+
+def print_check(args, names, env, rows):
+    print("# measure_allreduce.py --check: all_reduce per-call times, %d x %s"
+          % (args.gpus, names[0]))
+    for k in sorted(env):
+        print("# env %s=%s" % (k, env[k]))
+    print("# %-18s %12s %10s %8s" % ("timing", "size(B)", "time(us)", "busbw"))
+    f = 2 * (args.gpus - 1) / args.gpus
+    for label, s, t in rows:
+        if isinstance(t, list):
+            print("# %s, %d B, us: %s" % (label, s, " ".join("%.0f" % v for v in t)))
+        else:
+            print("  %-18s %12d %10.1f %8.2f" % (label, s, t, s * f / t / 1e3))
 
 
 if __name__ == "__main__":

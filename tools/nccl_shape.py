@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Fit three shapes of time against size to nccl-tests all-reduce logs.
+
+    python3 tools/nccl_shape.py --ranks 2 --min-bytes 33554432 LOG...
+
+Each shape is fitted by weighted least squares (weights 1/t^2, as
+`clustersim calibrate nccl` does) to every log's sizes from --min-bytes up,
+with x = size x 2(n-1)/n, the bytes a ring moves per GPU:
+
+    ring    t = a + x / B                 clustersim's closed form
+    sqrt    t = a + x / B + c sqrt(x)
+    log     t = a + x / B + c ln(x)
+
+and the script prints B, the coefficients and the median and worst |t_fit/t - 1|.
+It is an analysis aid for docs/validation-notes.md: only the first shape is
+clustersim's model. Times are the out-of-place column, or the in-place one
+where a row has no other (tools/measure_allreduce.py). Plain Python, no
+packages.
+"""
+import argparse
+import math
+
+
+def load(path):
+    pts = []
+    for line in open(path):
+        tok = line.split()
+        if line.startswith("#") or "NCCL" in line or len(tok) < 12 or not tok[0].isdigit():
+            continue
+        for col in (5, 9):
+            try:
+                pts.append((int(tok[0]), float(tok[col])))
+                break
+            except ValueError:
+                pass
+    return pts
+
+
+def solve(a, b):
+    """Gauss-Jordan with partial pivoting; a is k x k."""
+    k = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for i in range(k):
+        p = max(range(i, k), key=lambda r: abs(m[r][i]))
+        m[i], m[p] = m[p], m[i]
+        for r in range(k):
+            if r != i:
+                f = m[r][i] / m[i][i]
+                for j in range(i, k + 1):
+                    m[r][j] -= f * m[i][j]
+    return [m[i][k] / m[i][i] for i in range(k)]
+
+
+def wls(xs, ts):
+    k = len(xs[0])
+    a = [[0.0] * k for _ in range(k)]
+    b = [0.0] * k
+    for x, t in zip(xs, ts):
+        w = 1 / (t * t)
+        for i in range(k):
+            b[i] += w * x[i] * t
+            for j in range(k):
+                a[i][j] += w * x[i] * x[j]
+    return solve(a, b)
+
+
+SHAPES = [
+    ("ring", lambda x: [1.0, x]),
+    ("sqrt", lambda x: [1.0, x, math.sqrt(x)]),
+    ("log", lambda x: [1.0, x, math.log(x)]),
+]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ranks", type=int, required=True, help="GPUs of the logs")
+    p.add_argument("--min-bytes", type=float, default=0, help="smallest size fitted")
+    p.add_argument("logs", nargs="+")
+    args = p.parse_args()
+    f = 2 * (args.ranks - 1) / args.ranks
+    pts = [(s * f, t) for path in args.logs for s, t in load(path) if s >= args.min_bytes]
+    if len(pts) < 4:
+        raise SystemExit("nccl_shape.py: fewer than 4 sizes to fit")
+    ts = [t for _, t in pts]
+    print("# %d times from %d logs, %d ranks, sizes from %.0f B" %
+          (len(pts), len(args.logs), args.ranks, args.min_bytes))
+    for name, fx in SHAPES:
+        xs = [fx(x) for x, _ in pts]
+        c = wls(xs, ts)
+        err = sorted(abs(sum(a * b for a, b in zip(x, c)) / t - 1) for x, t in zip(xs, ts))
+        extra = "  c %.4g" % c[2] if len(c) > 2 else ""
+        print("%-5s B %6.1f GB/s  a %8.2f us%s  median %4.1f %%  worst %4.1f %%" %
+              (name, 1e-3 / c[1], c[0], extra, 100 * err[len(err) // 2], 100 * err[-1]))
+
+
+if __name__ == "__main__":
+    main()
