@@ -1,12 +1,12 @@
 #!/bin/sh
 # test_validate.sh - `clustersim validate` on a small set of cases copied
-# from scenarios/validation/ (two training runs, one memory figure, a sweep
-# and a single figure): the page lists each with its error and the group
-# summaries; -o then --check passes, a changed page fails with exit 1 naming
-# the line; JSON is well-formed; malformed case tables exit 2 naming file,
-# line and column. The whole set (make validate-check) runs as its own CI
-# stage. Run by `make check` with CLUSTERSIM and SRCDIR set; prints "N
-# passed, N failed".
+# from scenarios/validation/ (two training runs, one memory figure, a sweep,
+# a single figure, and a sweep with in-place times only): the page lists
+# each with its error and the group summaries; -o then --check passes, a
+# changed page fails with exit 1 naming the line; JSON is well-formed;
+# malformed case tables exit 2 naming file, line and column. The whole set
+# (make validate-check) runs as its own CI stage. Run by `make check` with
+# CLUSTERSIM and SRCDIR set; prints "N passed, N failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 
 V=$SRC/scenarios/validation
@@ -38,6 +38,23 @@ if [ "$(grep -c '^| [0-9]* | [0-9.]* | [0-9.]* | [-+][0-9.]* % |$' "$T/page.md")
    grep -q "^| nccl_h100_8gpu_ring_busbw | .* | 370.0 | 369.7 | -0.1 % |" "$T/page.md"; then
 	ok "collectives"
 else bad "collectives: $(grep -A3 '^### ' "$T/page.md")"; fi
+
+# A log with in-place times only (tools/measure_allreduce.py): those times,
+# and the page says so; 266.09 GB/s measured at 64 MiB is 2 x 64 MiB / 2 /
+# 252.2 us.
+D2=$T/inplace
+mkdir -p "$D2/nccl"
+cp "$V/nccl/h200-2gpu-all_reduce_perf.txt" "$D2/nccl/"
+cp "$V/zero_mem_7p5b_nd64_stage0.yaml" "$D2/"
+{ head -1 "$V/cases.csv"; grep '^zero_mem_7p5b_nd64_stage0,' "$V/cases.csv"; } >"$D2/cases.csv"
+{ head -1 "$V/collectives.csv"; grep '^h200_2gpu_ar,' "$V/collectives.csv"; } >"$D2/collectives.csv"
+if "$CS" validate --quick --dir "$D2" >"$T/page2.md" 2>"$T/err" &&
+   grep -q "^all_reduce_perf on 2 GPUs of dgx-h200-nccl, algorithm ring, in-place times\. " "$T/page2.md" &&
+   grep -q "^| 67108864 | 266.09 | [0-9.]* | [-+][0-9.]* % |$" "$T/page2.md" &&
+   [ "$(grep -c '^| [0-9]* | [0-9.]* | [0-9.]* | [-+][0-9.]* % |$' "$T/page2.md")" = 13 ] &&
+   ! grep -q "in-place times" "$T/page.md"; then
+	ok "in-place sweep"
+else bad "in-place sweep: $(cat "$T/err"; grep -A8 '^### ' "$T/page2.md")"; fi
 
 # The same page twice (determinism), written and checked.
 "$CS" validate --quick --dir "$D" -o "$T/v.md" 2>/dev/null
