@@ -350,7 +350,44 @@ static int network_figures(struct cli_args *a, const struct calib *c, struct top
 	return CLI_OK;
 }
 
-static int write_preset(struct cli_args *a, const struct calib *c)
+/* Fewest and most ranks among the logs inside one node. */
+static void node_ranks(const struct calib *c, uint32_t *lo, uint32_t *hi)
+{
+	*lo = UINT32_MAX, *hi = 0;
+	for (int i = 0; i < c->nlogs; i++)
+		if (c->log_scope[i] == 0) {
+			*lo = c->logs[i].ranks < *lo ? c->logs[i].ranks : *lo;
+			*hi = c->logs[i].ranks > *hi ? c->logs[i].ranks : *hi;
+		}
+}
+
+/*
+ * The caveat of NVLink figures fitted on fewer ranks than a node has: the
+ * bus bandwidth a ring reaches depends on the number of ranks (2 H200
+ * reached 15 % less than 4 at 64 MiB; docs/calibration.md), which the
+ * ring's closed form does not follow. NULL when the logs span the node.
+ */
+static const char *ranks_caveat(const struct calib *c, uint32_t gpus_per_node, char *buf,
+				size_t len)
+{
+	uint32_t lo, hi;
+	node_ranks(c, &lo, &hi);
+	if (!c->scope[0].fitted || (lo == gpus_per_node && hi == gpus_per_node))
+		return NULL;
+	char who[32];
+	if (lo == hi)
+		snprintf(who, sizeof(who), "%u", lo);
+	else
+		snprintf(who, sizeof(who), "%u to %u", lo, hi);
+	snprintf(buf, len, "The NVLink figures come from logs of %s of the node's %u GPUs; a "
+		 "ring's bus bandwidth depends on how many GPUs take part (docs/calibration.md, "
+		 "\"Two H200: out of sample\"), so collectives over other counts may differ.",
+		 who, gpus_per_node);
+	return buf;
+}
+
+static int write_preset(struct cli_args *a, const struct calib *c, char *caveat,
+			size_t caveat_len)
 {
 	const char *path = cli_str(a, "output", NULL), *base = cli_str(a, "base", NULL);
 	struct topo_config t;
@@ -399,6 +436,8 @@ static int write_preset(struct cli_args *a, const struct calib *c)
 			"which the simulated\n#   %s across %u nodes reproduces the fit.\n",
 			t.net_bw_Bps / 1e9, t.net_lat_s * 1e6, nccl_op_coll(out->pts[0].op),
 			out->nodes);
+	if (ranks_caveat(c, t.gpus_per_node, caveat, caveat_len))
+		fprintf(f, "# %s\n", caveat);
 	fprintf(f, "# Everything else is %s's.\ncluster:\n  topology: fattree\n", base);
 	char desc[256], src[1024];
 	snprintf(desc, sizeof(desc), "%s, latency and bandwidth fitted to nccl-tests", base);
@@ -426,18 +465,20 @@ static int write_preset(struct cli_args *a, const struct calib *c)
 static int calibrate_nccl(struct cli_args *a)
 {
 	struct calib c = { 0 };
+	char caveat[512] = "";
 	int rc = read_logs(a, &c);
 	if (rc == CLI_OK)
 		rc = fit_scopes(a, &c);
 	if (rc == CLI_OK && cli_has(a, "output"))
-		rc = write_preset(a, &c);
+		rc = write_preset(a, &c, caveat, sizeof(caveat));
 	if (rc == CLI_OK) {
 		if (cli_has(a, "json"))
 			print_json(&c);
 		else
 			print_tables(&c);
 		if (cli_has(a, "output") && !cli_has(a, "json"))
-			printf("wrote %s\n", cli_str(a, "output", ""));
+			printf("wrote %s%s%s\n", cli_str(a, "output", ""), *caveat ? "\n" : "",
+			       caveat);
 	}
 	calib_free(&c);
 	return rc;
@@ -699,7 +740,9 @@ const struct cli_cmd cli_cmd_calibrate = {
 		"--fit-min and --fit-max choose another range. The tables give every size's "
 		"measured and fitted time and the error; sizes outside the range are shown too. "
 		"With -o and --base the base preset is written with the fitted latency and "
-		"bandwidth (docs/calibration.md).\n\n"
+		"bandwidth (docs/calibration.md); when the logs inside a node used fewer "
+		"GPUs than --base's node has, the file and the output say that collectives "
+		"over other counts may differ.\n\n"
 		"`calibrate gemm` reads a measured GEMM table (gemm.csv in the format of "
 		"scenarios/calibration/h200/, as tools/measure_kernels.py writes it on your "
 		"GPU), turns each row into an efficiency against --gpu's dense bf16 peak, fits "

@@ -44,7 +44,9 @@ if "$CS" calibrate nccl "$A100" --base dgx-a100 -o "$T/sc/clusters/a100-fit.yaml
 else bad "preset: $(cat "$T/out")"; fi
 if grep -q "bandwidth: 230.2" "$T/sc/clusters/a100-fit.yaml" &&
    grep -q "latency: 13.07" "$T/sc/clusters/a100-fit.yaml" &&
-   grep -q "gpu: A100-SXM-80GB" "$T/sc/clusters/a100-fit.yaml"; then ok "preset figures"
+   grep -q "gpu: A100-SXM-80GB" "$T/sc/clusters/a100-fit.yaml" &&
+   ! grep -q "GPUs take part" "$T/out" "$T/sc/clusters/a100-fit.yaml"; then
+	ok "preset figures (8 ranks of 8: no caveat)"
 else bad "preset figures: $(cat "$T/sc/clusters/a100-fit.yaml")"; fi
 cat >"$T/sc/s.yaml" <<'YAML'
 cluster:
@@ -130,6 +132,11 @@ if (cd "$SRC" && "$CS" calibrate nccl --inplace \
    tail -n +2 "$T/h200.yaml" | cmp -s - "$T/h200-want"; then
 	ok "dgx-h200-nccl is the fit of the shipped sweeps"
 else bad "dgx-h200-nccl: $(cat "$T/out"; tail -n +2 "$T/h200.yaml" | diff - "$T/h200-want")"; fi
+# Sweeps of 4 of a node's 8 GPUs: the preset and the output say so.
+if grep -q "^The NVLink figures come from logs of 4 of the node's 8 GPUs; a ring's bus bandwidth depends on how many GPUs take part" "$T/out" &&
+   grep -q "^# The NVLink figures come from logs of 4 of the node's 8 GPUs" "$T/h200.yaml"; then
+	ok "caveat of 4 ranks of 8"
+else bad "caveat: $(tail -3 "$T/out")"; fi
 
 # calibrate gemm on the shipped H200 table: the figures docs/calibration.md
 # quotes; a folder next to a scenario that the scenario names gives the same
