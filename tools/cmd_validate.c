@@ -189,6 +189,28 @@ static int read_cases(struct cli_args *a, struct validation *v)
 	return rc;
 }
 
+/*
+ * A sweep's sizes and measured bus bandwidths: from the out-of-place times,
+ * or the in-place ones where the log has no others (as
+ * tools/measure_allreduce.py writes them).
+ */
+static void sweep_points(struct vcoll *c, const struct nccl_log *log)
+{
+	c->op = log->op;
+	c->ranks = log->ranks;
+	c->inplace = 1;
+	for (size_t i = 0; i < log->nrows && c->inplace; i++)
+		if (log->rows[i].time_s[0] > 0)
+			c->inplace = 0;
+	c->pts = xcalloc(log->nrows, sizeof(*c->pts));
+	for (size_t i = 0; i < log->nrows; i++) {
+		double t = log->rows[i].time_s[c->inplace], S = log->rows[i].bytes;
+		if (t > 0)
+			c->pts[c->npts++] = (struct vpoint){
+				S, S * nccl_busbw_factor(log->op, log->ranks) / t, -1 };
+	}
+}
+
 static int read_collectives(struct cli_args *a, struct validation *v)
 {
 	static const char *const names[] = { "id", "log", "cluster", "nodes", "algo", "bytes",
@@ -239,26 +261,8 @@ static int read_collectives(struct cli_args *a, struct validation *v)
 			else if (log.op != NCCL_OP_ALLREDUCE || log.ranks < 2)
 				rc = cli_error(a, CLI_BADINPUT, "%s: expected an all_reduce_perf log "
 					       "with its rank lines", log.name);
-			if (rc == CLI_OK) {
-				c->op = log.op;
-				c->ranks = log.ranks;
-				/* Out-of-place times, or in-place ones where the log has
-				 * no others (tools/measure_allreduce.py writes those). */
-				c->inplace = 1;
-				for (size_t i = 0; i < log.nrows; i++)
-					if (log.rows[i].time_s[0] > 0)
-						c->inplace = 0;
-				c->pts = xcalloc(log.nrows, sizeof(*c->pts));
-				for (size_t i = 0; i < log.nrows; i++) {
-					double t = log.rows[i].time_s[c->inplace];
-					if (t > 0)
-						c->pts[c->npts++] = (struct vpoint){
-							log.rows[i].bytes,
-							log.rows[i].bytes *
-								nccl_busbw_factor(log.op, log.ranks) / t,
-							-1 };
-				}
-			}
+			if (rc == CLI_OK)
+				sweep_points(c, &log);
 			if (!bad)
 				nccl_log_free(&log);
 			continue;
@@ -501,10 +505,11 @@ static void print_page(FILE *f, const struct validation *v)
 	fprintf(f, "# Validation\n\n<!-- Written by `clustersim validate%s -o "
 		"docs/validation.md` (`make validate`). Do not edit: CI fails when this page "
 		"differs from what the simulator writes. -->\n\n", v->quick ? " --quick" : "");
-	fprintf(f, "How close clustersim's predictions come to published measurements. "
-		"Every case is a scenario in scenarios/validation/, its source and assumptions "
-		"in its header and in scenarios/validation/README.md; cases.csv and "
-		"collectives.csv list the published figures. Nothing is tuned per case. "
+	fprintf(f, "How close clustersim's predictions come to published measurements, and "
+		"to sweeps measured for clustersim. Every case is a scenario in "
+		"scenarios/validation/, its source and assumptions in its header and in "
+		"scenarios/validation/README.md; cases.csv and collectives.csv list the "
+		"measured figures and their sources. Nothing is tuned per case. "
 		"Fidelity: %s. What the differences come from: "
 		"[docs/validation-notes.md](validation-notes.md).\n\n",
 		v->quick ? "analytic (closed-form collectives)" : "flow (transfers on links)");
@@ -599,8 +604,9 @@ static void print_json(const struct validation *v)
 	printf("], \"collectives\": [");
 	for (size_t i = 0; i < v->ncolls; i++) {
 		const struct vcoll *c = &v->colls[i];
-		printf("%s{\"id\": \"%s\", \"cluster\": \"%s\", \"ranks\": %u, \"points\": [",
-		       i ? ", " : "", c->id, c->cluster, c->ranks);
+		printf("%s{\"id\": \"%s\", \"cluster\": \"%s\", \"ranks\": %u, \"times\": "
+		       "%s, \"points\": [", i ? ", " : "", c->id, c->cluster, c->ranks,
+		       !*c->log ? "null" : c->inplace ? "\"in-place\"" : "\"out-of-place\"");
 		for (size_t k = 0; k < c->npts; k++)
 			printf("%s{\"bytes\": %.0f, \"measured_busbw_Bps\": %.6g, "
 			       "\"predicted_busbw_Bps\": %.6g}", k ? ", " : "", c->pts[k].bytes,
@@ -686,14 +692,21 @@ const struct cli_cmd cli_cmd_validate = {
 	.summary = "Compare predictions with published training runs and nccl-tests sweeps.",
 	.description =
 		"Runs every case of scenarios/validation/ (cases.csv: Megatron-LM, Megatron-Core "
-		"and ZeRO figures; collectives.csv: nccl-tests sweeps) and compares each "
-		"prediction with the published measurement: TFLOP/s per GPU counted with the "
+		"and ZeRO figures; collectives.csv: nccl-tests sweeps, published or measured "
+		"for clustersim) and compares each prediction with the measurement: TFLOP/s per "
+		"GPU counted with the "
 		"paper's own FLOP formula, iteration time, model-state memory, bus bandwidth. "
 		"Prints the Markdown page of docs/validation.md: the calibration used, each case "
 		"with its error, the median and worst absolute error per group, and every "
 		"size of the collective sweeps. --check FILE fails (exit 1) when FILE differs "
 		"from that page, so a committed page is always the current one; `make "
-		"validate` rewrites it. Progress goes to standard error.",
+		"validate` rewrites it. Progress goes to standard error. With --json the object "
+		"has fidelity, throughput_median_abs_error and throughput_worst_abs_error "
+		"(fractions), cases [{id, group, metric, measured, predicted, error}] "
+		"(predicted and error null where the case does not run) and collectives [{id, "
+		"cluster, ranks, times (\"out-of-place\" or \"in-place\": the log's column; "
+		"null for a single figure), points [{bytes, measured_busbw_Bps, "
+		"predicted_busbw_Bps}]}].",
 	.opts = validate_opts,
 	.run = validate_run,
 };

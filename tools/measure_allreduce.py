@@ -83,18 +83,18 @@ def timed(dist, torch, x, iters, per_call=False):
     torch.cuda.synchronize()
     dist.barrier()
     torch.cuda.synchronize()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1 if per_call else 2)]
     ev[0].record()
     for i in range(iters):
         dist.all_reduce(x)
         if per_call:
             ev[i + 1].record()
     if not per_call:
-        ev[iters].record()
+        ev[1].record()
     torch.cuda.synchronize()
     if per_call:
         return [ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)]
-    return ev[0].elapsed_time(ev[iters]) * 1e3 / iters
+    return ev[0].elapsed_time(ev[1]) * 1e3 / iters
 
 
 def check(dist, torch, buf, args):
@@ -126,11 +126,12 @@ def worker(rank, args, port, queue):
     buf = torch.ones(args.max_bytes // 4, dtype=torch.float32, device="cuda")
     if args.check:
         out = check(dist, torch, buf, args)
-    for s in [] if args.check else sizes(args.min_bytes, args.max_bytes):
-        x = buf[: s // 4]
-        for _ in range(args.warmup):
-            dist.all_reduce(x)
-        out.append((s, timed(dist, torch, x, args.iters)))
+    else:
+        for s in sizes(args.min_bytes, args.max_bytes):
+            x = buf[: s // 4]
+            for _ in range(args.warmup):
+                dist.all_reduce(x)
+            out.append((s, timed(dist, torch, x, args.iters)))
     if rank == 0:
         names = [torch.cuda.get_device_name(i) for i in range(args.gpus)]
         queue.put((names, out))
@@ -142,8 +143,9 @@ def main():
     p.add_argument("--gpus", type=int, default=0, help="GPUs (default: all visible)")
     p.add_argument("--min-bytes", type=int, default=1 << 20)
     p.add_argument("--max-bytes", type=int, default=1 << 31)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5, help="untimed calls before each size")
+    p.add_argument("--iters", type=int, default=20,
+                   help="timed calls per size (--check times 5, 20 and 200)")
     p.add_argument("--check", action="store_true",
                    help="test that the figures do not move with iteration count or order")
     args = p.parse_args()
@@ -188,6 +190,8 @@ def main():
 def print_check(args, names, env, rows):
     print("# measure_allreduce.py --check: all_reduce per-call times, %d x %s"
           % (args.gpus, names[0]))
+    print("# minBytes %d maxBytes %d step: 2(factor) warmup iters: %d"
+          % (args.min_bytes, args.max_bytes, args.warmup))
     for k in sorted(env):
         print("# env %s=%s" % (k, env[k]))
     print("# %-18s %12s %10s %8s" % ("timing", "size(B)", "time(us)", "busbw"))

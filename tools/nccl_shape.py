@@ -11,7 +11,10 @@ with x = size x 2(n-1)/n, the bytes a ring moves per GPU:
     sqrt    t = a + x / B + c sqrt(x)
     log     t = a + x / B + c ln(x)
 
-and the script prints B, the coefficients and the median and worst |t_fit/t - 1|.
+and the script prints B, the intercept a (the whole latency, 2(n-1) ring
+steps of it; `calibrate` prints it per step), c, and the median and worst
+|t_fit/t - 1|. A shape with three parameters holds the ring's two, so it
+fits at least as well by construction.
 It is an analysis aid for docs/validation-notes.md: only the first shape is
 clustersim's model. Times are the out-of-place column, or the in-place one
 where a row has no other (tools/measure_allreduce.py). Plain Python, no
@@ -23,17 +26,23 @@ import math
 
 def load(path):
     pts = []
-    for line in open(path):
-        tok = line.split()
-        if line.startswith("#") or "NCCL" in line or len(tok) < 12 or not tok[0].isdigit():
-            continue
-        for col in (5, 9):
-            try:
-                pts.append((int(tok[0]), float(tok[col])))
-                break
-            except ValueError:
-                pass
+    with open(path) as f:
+        for line in f:
+            tok = line.split()
+            if line.startswith("#") or "NCCL" in line or len(tok) < 12 or not tok[0].isdigit():
+                continue
+            for col in (5, 9):
+                try:
+                    pts.append((int(tok[0]), float(tok[col])))
+                    break
+                except ValueError:
+                    pass
     return pts
+
+
+def median(sorted_vals):
+    n = len(sorted_vals)
+    return (sorted_vals[(n - 1) // 2] + sorted_vals[n // 2]) / 2
 
 
 def solve(a, b):
@@ -73,16 +82,18 @@ SHAPES = [
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--ranks", type=int, required=True, help="GPUs of the logs")
-    p.add_argument("--min-bytes", type=float, default=0, help="smallest size fitted")
+    p.add_argument("--ranks", type=int, required=True, help="GPUs of the logs (2 or more)")
+    p.add_argument("--min-bytes", type=int, default=0, help="smallest size fitted, in bytes")
     p.add_argument("logs", nargs="+")
     args = p.parse_args()
+    if args.ranks < 2:
+        raise SystemExit("nccl_shape.py: --ranks must be 2 or more")
     f = 2 * (args.ranks - 1) / args.ranks
     pts = [(s * f, t) for path in args.logs for s, t in load(path) if s >= args.min_bytes]
-    if len(pts) < 4:
-        raise SystemExit("nccl_shape.py: fewer than 4 sizes to fit")
+    if len({x for x, _ in pts}) < 4:
+        raise SystemExit("nccl_shape.py: fewer than 4 distinct sizes to fit")
     ts = [t for _, t in pts]
-    print("# %d times from %d logs, %d ranks, sizes from %.0f B" %
+    print("# %d times from %d logs, %d ranks, sizes from %d B" %
           (len(pts), len(args.logs), args.ranks, args.min_bytes))
     for name, fx in SHAPES:
         xs = [fx(x) for x, _ in pts]
@@ -90,7 +101,7 @@ def main():
         err = sorted(abs(sum(a * b for a, b in zip(x, c)) / t - 1) for x, t in zip(xs, ts))
         extra = "  c %.4g" % c[2] if len(c) > 2 else ""
         print("%-5s B %6.1f GB/s  a %8.2f us%s  median %4.1f %%  worst %4.1f %%" %
-              (name, 1e-3 / c[1], c[0], extra, 100 * err[len(err) // 2], 100 * err[-1]))
+              (name, 1e-3 / c[1], c[0], extra, 100 * median(err), 100 * err[-1]))
 
 
 if __name__ == "__main__":
