@@ -1,43 +1,42 @@
 #!/usr/bin/env python3
-"""Fit three shapes of time against size to nccl-tests all-reduce logs.
+"""Fit three shapes of time against size to nccl-tests logs.
 
-    python3 tools/nccl_shape.py --ranks 2 --min-bytes 33554432 LOG...
+    clustersim calibrate nccl --inplace --json LOG... | \
+        python3 tools/nccl_shape.py --min-bytes 33554432
 
-Each shape is fitted by weighted least squares (weights 1/t^2, as
-`clustersim calibrate nccl` does) to every log's sizes from --min-bytes up,
-with x = size x 2(n-1)/n, the bytes a ring moves per GPU:
+It reads the JSON of `clustersim calibrate nccl --json` (so the logs are
+parsed once, by clustersim: its "rows" give each size's measured time,
+ranks and collective) and fits each shape by weighted least squares
+(weights 1/t^2, as `calibrate` does) to the sizes from --min-bytes up, with
+x = size x nccl-tests' bus-bandwidth factor (2(n-1)/n for all-reduce,
+(n-1)/n for the others), the bytes a ring moves per GPU:
 
     ring    t = a + x / B                 clustersim's closed form
     sqrt    t = a + x / B + c sqrt(x)
     log     t = a + x / B + c ln(x)
 
-and the script prints B, the intercept a (the whole latency, 2(n-1) ring
-steps of it; `calibrate` prints it per step), c, and the median and worst
+and prints B, the intercept a (the whole latency, all ring steps of it;
+`calibrate` prints it per step), c, and the median and worst
 |t_fit/t - 1|. A shape with three parameters holds the ring's two, so it
-fits at least as well by construction.
-It is an analysis aid for docs/validation-notes.md: only the first shape is
-clustersim's model. Times are the out-of-place column, or the in-place one
-where a row has no other (tools/measure_allreduce.py). Plain Python, no
-packages.
+fits at least as well by construction. It is an analysis aid for
+docs/validation-notes.md: only the first shape is clustersim's model.
+Plain Python, no packages.
 """
 import argparse
+import json
 import math
+import sys
 
 
-def load(path):
-    pts = []
-    with open(path) as f:
-        for line in f:
-            tok = line.split()
-            if line.startswith("#") or "NCCL" in line or len(tok) < 12 or not tok[0].isdigit():
-                continue
-            for col in (5, 9):
-                try:
-                    pts.append((int(tok[0]), float(tok[col])))
-                    break
-                except ValueError:
-                    pass
-    return pts
+def points(doc, min_bytes):
+    """(x, t) of every row from min_bytes up: x the bytes a ring moves per GPU."""
+    out = []
+    for r in doc["rows"]:
+        n = r["ranks"]
+        f = 2 * (n - 1) / n if r["op"] == "allreduce" else (n - 1) / n
+        if r["bytes"] >= min_bytes:
+            out.append((r["bytes"] * f, r["time_s"] * 1e6))
+    return out
 
 
 def median(sorted_vals):
@@ -82,19 +81,22 @@ SHAPES = [
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--ranks", type=int, required=True, help="GPUs of the logs (2 or more)")
     p.add_argument("--min-bytes", type=int, default=0, help="smallest size fitted, in bytes")
-    p.add_argument("logs", nargs="+")
+    p.add_argument("json", nargs="?", default="-",
+                   help="calibrate nccl --json output (default: standard input)")
     args = p.parse_args()
-    if args.ranks < 2:
-        raise SystemExit("nccl_shape.py: --ranks must be 2 or more")
-    f = 2 * (args.ranks - 1) / args.ranks
-    pts = [(s * f, t) for path in args.logs for s, t in load(path) if s >= args.min_bytes]
+    src = sys.stdin if args.json == "-" else open(args.json)
+    with src:
+        try:
+            doc = json.load(src)
+        except ValueError as e:
+            raise SystemExit("nccl_shape.py: expected the JSON of clustersim calibrate "
+                             "nccl --json (%s)" % e)
+    pts = points(doc, args.min_bytes)
     if len({x for x, _ in pts}) < 4:
         raise SystemExit("nccl_shape.py: fewer than 4 distinct sizes to fit")
     ts = [t for _, t in pts]
-    print("# %d times from %d logs, %d ranks, sizes from %d B" %
-          (len(pts), len(args.logs), args.ranks, args.min_bytes))
+    print("# %d times, sizes from %d B" % (len(pts), args.min_bytes))
     for name, fx in SHAPES:
         xs = [fx(x) for x, _ in pts]
         c = wls(xs, ts)
