@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_badinput.sh - the bad-input catalogue (tests/badinput/cases.txt):
+# test_badinput.sh - the bad-input catalogue (tests/badinput/cases*.txt):
 # malformed YAML, wrong types, negative, zero and enormous numbers, unit
 # errors, impossible layouts, unknown presets, preset files that are
 # themselves invalid, empty files, binary garbage, more ranks than the
@@ -39,7 +39,9 @@ while IFS='|' read -r file want args; do
 	fi
 	"$CS" run "$D/$file" $args --db "$T/keep.db" >/dev/null 2>&1
 	[ $? -eq 2 ] || bad "$name: exit $? with an existing database"
-done <"$D/cases.txt"
+done <<EOF
+$(cat "$D"/cases*.txt)
+EOF
 
 [ "$n" -ge 40 ] && ok "$n cases in the catalogue" || bad "only $n cases (at least 40)"
 if [ "$(sqlite3 "$T/keep.db" "pragma integrity_check")" = ok ] &&
