@@ -38,6 +38,7 @@
 
 #include "sim/store.h"
 
+#include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -198,6 +199,7 @@ static const char store_schema[] =
 	"  name TEXT NOT NULL,\n"
 	"  value REAL,\n"
 	"  PRIMARY KEY (run_id, name));\n"
+	"PRAGMA application_id = " STR(SIM_STORE_APPLICATION_ID) ";\n"
 	"PRAGMA user_version = " STR(SIM_STORE_SCHEMA_VERSION) ";";
 
 /*
@@ -363,6 +365,7 @@ struct sim_store {
 	struct store_defs defs;
 	struct store_mem_row mem[STORE_MULTI_ROWS];
 	uint32_t nmem;
+	enum sim_store_fail fail;             /* why opening failed            */
 	char err[512];
 };
 
@@ -378,9 +381,17 @@ static int store_err(struct sim_store *st, const char *fmt, ...)
 	return -1;
 }
 
-/* "what: <SQLite's message>"; call before anything else touches the db. */
+/* "what: <SQLite's message>", with the system's reason for an I/O error
+ * ("disk I/O error (File too large)"): SQLite's record of it, else errno,
+ * which the failed call left; call before anything else touches the db. */
 static int store_db_err(struct sim_store *st, const char *what)
 {
+	int e = errno;
+	int code = sqlite3_errcode(st->db) & 0xff, sys = sqlite3_system_errno(st->db);
+	if (!sys && (code == SQLITE_IOERR || code == SQLITE_CANTOPEN))
+		sys = e;
+	if (sys && (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN))
+		return store_err(st, "%s: %s (%s)", what, sqlite3_errmsg(st->db), strerror(sys));
 	return store_err(st, "%s: %s", what, sqlite3_errmsg(st->db));
 }
 
@@ -503,52 +514,96 @@ static int store_connect(struct sim_store *st, const char *path)
 {
 	int rc = sqlite3_open_v2(path, &st->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (rc != SQLITE_OK)
-		return store_err(st, "%s: cannot open database: %s", path,
-				 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+	if (rc != SQLITE_OK) {
+		/* A missing folder is a bad path; a folder or file that may not
+		 * be written, a failure while running. */
+		int sys = st->db ? sqlite3_system_errno(st->db) : 0;
+		st->fail = sys == ENOENT || sys == ENOTDIR || sys == EISDIR ? SIM_STORE_NOT_OURS
+									: SIM_STORE_UNWRITABLE;
+		return store_err(st, "%s: cannot open database: %s%s%s%s", path,
+				 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc),
+				 sys ? " (" : "", sys ? strerror(sys) : "", sys ? ")" : "");
+	}
 	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
 	return 0;
 }
 
-/* An error while reading path's header: say plainly if it is not SQLite. */
+/* An error while reading path's header: say plainly if it is not SQLite
+ * (bad input); another (an I/O error) is a failure. */
 static int store_path_err(struct sim_store *st, const char *path)
 {
-	if (sqlite3_errcode(st->db) == SQLITE_NOTADB)
-		return store_err(st, "%s: not a SQLite database (%s)", path,
-				 sqlite3_errmsg(st->db));
-	return store_err(st, "%s: %s", path, sqlite3_errmsg(st->db));
+	if (sqlite3_errcode(st->db) == SQLITE_NOTADB) {
+		st->fail = SIM_STORE_NOT_OURS;
+		return store_err(st, "%s: not a SQLite database (%s); it is left as it was",
+				 path, sqlite3_errmsg(st->db));
+	}
+	st->fail = SIM_STORE_UNWRITABLE;
+	return store_db_err(st, path);
 }
 
-/* Read PRAGMA user_version: the first read of the file. */
-static int store_user_version(struct sim_store *st, const char *path, int *version)
+/* One integer that sql reads from the file (a pragma, a count); reading
+ * never changes it. */
+static int store_read_int(struct sim_store *st, const char *path, const char *sql, int *out)
 {
 	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return store_path_err(st, path);
 	int rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
-		*version = sqlite3_column_int(s, 0);
+		*out = sqlite3_column_int(s, 0);
 	else
 		store_path_err(st, path);
 	sqlite3_finalize(s);
 	return rc == SQLITE_ROW ? 0 : -1;
 }
 
-/* Check the schema version, set the pragmas, create the tables if new. */
+/*
+ * Whose file path is, read before anything is written to it: clustersim's
+ * (its application_id), new (an empty or zero-length file: no id, version
+ * or schema object), or an older clustersim's (no id, but a user_version and
+ * the runs and ranks tables). Anything else is refused, untouched. Its
+ * schema version in *version, whether it has the id in *has_id.
+ */
+static int store_identify(struct sim_store *st, const char *path, int *version, int *has_id)
+{
+	int app = 0, objects = 0, ours = 0;
+	if (store_read_int(st, path, "PRAGMA application_id", &app) < 0 ||
+	    store_read_int(st, path, "PRAGMA user_version", version) < 0 ||
+	    store_read_int(st, path, "SELECT count(*) FROM sqlite_master", &objects) < 0 ||
+	    store_read_int(st, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+			   "AND name IN ('runs', 'ranks')", &ours) < 0)
+		return -1;
+	*has_id = app == SIM_STORE_APPLICATION_ID;
+	if (*has_id || (app == 0 && *version == 0 && objects == 0) ||
+	    (app == 0 && *version != 0 && ours == 2))
+		return 0;
+	st->fail = SIM_STORE_NOT_OURS;
+	return store_err(st, "%s: a SQLite database of another program, not clustersim's "
+			 "(application_id %d, user_version %d, %d tables, views or indexes): it "
+			 "is left as it was; give --db a new file or a clustersim database",
+			 path, app, *version, objects);
+}
+
+/* Check whose file it is and its schema version, set the pragmas, create
+ * the tables if new (and the application_id if missing). */
 static int store_schema_init(struct sim_store *st, const char *path)
 {
-	int version = 0;
-	if (store_user_version(st, path, &version) < 0)
+	int version = 0, has_id = 0;
+	if (store_identify(st, path, &version, &has_id) < 0)
 		return -1;
 	/* Version 3 lacks only the jobs tables: creating the schema adds them. */
-	if (version != 0 && version != 3 && version != SIM_STORE_SCHEMA_VERSION)
+	if (version != 0 && version != 3 && version != SIM_STORE_SCHEMA_VERSION) {
+		st->fail = SIM_STORE_NOT_OURS;
 		return store_err(st, "%s: database schema version %d, but this clustersim "
 				 "(%s) reads and writes version %d; use a new database file",
 				 path, version, PACKAGE_VERSION, SIM_STORE_SCHEMA_VERSION);
+	}
+	/* From here on a failure is one of writing. */
+	st->fail = SIM_STORE_UNWRITABLE;
 	for (size_t i = 0; i < ARRAY_SIZE(store_pragmas); i++)
 		if (store_exec_retry(st, store_pragmas[i], store_pragmas[i]) < 0)
 			return -1;
-	if (version == SIM_STORE_SCHEMA_VERSION)
+	if (version == SIM_STORE_SCHEMA_VERSION && has_id)
 		return 0;
 	if (store_exec_retry(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
 		return -1;
@@ -594,16 +649,26 @@ static int store_prepare(struct sim_store *st)
 }
 
 /* Open path (creating it and its schema if needed). NULL with err on failure. */
-struct sim_store *sim_store_open(const char *path, char *err, size_t errlen)
+struct sim_store *sim_store_open_why(const char *path, enum sim_store_fail *why, char *err,
+				     size_t errlen)
 {
 	struct sim_store *st = xcalloc(1, sizeof *st);
 	if (store_connect(st, path) < 0 || store_schema_init(st, path) < 0 ||
 	    store_prepare(st) < 0) {
 		snprintf(err, errlen, "%s", st->err);
+		if (why)
+			*why = st->fail ? st->fail : SIM_STORE_UNWRITABLE;
 		sim_store_close(st);
 		return NULL;
 	}
+	if (why)
+		*why = SIM_STORE_FAIL_NONE;
 	return st;
+}
+
+struct sim_store *sim_store_open(const char *path, char *err, size_t errlen)
+{
+	return sim_store_open_why(path, NULL, err, errlen);
 }
 
 /*

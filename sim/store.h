@@ -25,8 +25,32 @@ struct sim_store;
 /* The schema version written in PRAGMA user_version. */
 #define SIM_STORE_SCHEMA_VERSION 4
 
-/* Open (creating if needed) the database at path and its schema. NULL with err. */
+/* PRAGMA application_id of every clustersim database: 0x434c534d, "CLSM"
+ * in ASCII (decimal, as the pragma is written). */
+#define SIM_STORE_APPLICATION_ID 1129075533
+
+/*
+ * Open (creating if needed) the database at path and its schema. NULL with
+ * err. Before anything is written the file is identified: a new or empty
+ * file, or a database with clustersim's application_id, or one of an older
+ * clustersim (no application_id, a user_version and clustersim's tables),
+ * is opened and given the id; anything else (another program's SQLite
+ * file, a file that is not SQLite, another schema version) is refused and
+ * left exactly as it was.
+ */
 struct sim_store *sim_store_open(const char *path, char *err, size_t errlen);
+
+/* Why sim_store_open_why() failed. */
+enum sim_store_fail {
+	SIM_STORE_FAIL_NONE = 0,
+	SIM_STORE_NOT_OURS,      /* not a clustersim database this version writes, or a
+				  * path in no folder: bad input                        */
+	SIM_STORE_UNWRITABLE,    /* cannot be created or written: a read-only file,
+				  * permissions, a full disk, a file-size limit, I/O   */
+};
+/* sim_store_open(), saying in *why (when not NULL) why it failed. */
+struct sim_store *sim_store_open_why(const char *path, enum sim_store_fail *why, char *err,
+				     size_t errlen);
 void sim_store_close(struct sim_store *st);
 const char *sim_store_error(const struct sim_store *st);
 

@@ -7,6 +7,7 @@
 
 #include <csv.h>
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #include "parallel/goodput.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "sim/outfile.h"
+#include "sim/store.h"
 #include "sim/util.h"
 #include "tools/mpi_pool.h"
 
@@ -174,6 +177,99 @@ static const char *opt_name(const struct cli_opt *o, char *buf, size_t len)
 		snprintf(buf, len, "--%s", o->name);
 	return buf;
 }
+
+/* ---- files read and written ------------------------------------------------------ */
+
+int cli_check_same(struct cli_args *a, const char *out_what, const char *out,
+		   const char *in_what, const char *in)
+{
+	if (!sim_out_same(out, in))
+		return CLI_OK;
+	return cli_error(a, CLI_BADINPUT, "%s: '%s' is the same file as the input %s: "
+			 "writing it would destroy that input, so nothing was written; choose "
+			 "another file", out_what, out, in_what);
+}
+
+/* The inputs of the command line: its options of type CLI_FILE_IN or
+ * CLI_FILE_DB, and its positional arguments after pos_words. */
+static int check_against_inputs(struct cli_args *a, const char *out_what, const char *out,
+				int out_opt)
+{
+	char what[1200];
+	for (int i = 0; a->cmd->opts[i].name; i++) {
+		const struct cli_opt *o = &a->cmd->opts[i];
+		if (i == out_opt || !a->given[i] || (o->arg != CLI_FILE_IN && o->arg != CLI_FILE_DB))
+			continue;
+		char on[80];
+		snprintf(what, sizeof(what), "'%.1024s' (option %s)", a->val[i],
+			 opt_name(o, on, sizeof(on)));
+		if (cli_check_same(a, out_what, out, what, a->val[i]) != CLI_OK)
+			return CLI_BADINPUT;
+	}
+	for (int k = a->cmd->pos_words; k < a->npos; k++) {
+		snprintf(what, sizeof(what), "'%.1024s'", a->pos[k]);
+		if (cli_check_same(a, out_what, out, what, a->pos[k]) != CLI_OK)
+			return CLI_BADINPUT;
+	}
+	return CLI_OK;
+}
+
+int cli_check_files(struct cli_args *a)
+{
+	for (int i = 0; a->cmd->opts[i].name; i++) {
+		const struct cli_opt *o = &a->cmd->opts[i];
+		if (!a->given[i] || (o->arg != CLI_FILE_OUT && o->arg != CLI_FILE_DB))
+			continue;
+		char what[96], on[80];
+		snprintf(what, sizeof(what), "option %s", opt_name(o, on, sizeof(on)));
+		if (check_against_inputs(a, what, a->val[i], i) != CLI_OK)
+			return CLI_BADINPUT;
+	}
+	return CLI_OK;
+}
+
+int cli_out_open(struct cli_args *a, const char *what, const char *path, struct sim_out *o)
+{
+	char err[1200];
+	enum sim_out_rc rc = sim_out_open(o, path, err, sizeof(err));
+	if (rc == SIM_OUT_OK)
+		return CLI_OK;
+	return cli_error(a, rc == SIM_OUT_BADPATH ? CLI_BADINPUT : CLI_FAIL, "%s: %s", what, err);
+}
+
+int cli_out_commit(struct cli_args *a, const char *what, struct sim_out *o, int rc)
+{
+	if (rc != CLI_OK) {
+		sim_out_abort(o);
+		return rc;
+	}
+	char err[1200];
+	if (sim_out_commit(o, err, sizeof(err)) != SIM_OUT_OK)
+		return cli_error(a, CLI_FAIL, "%s: %s", what, err);
+	return CLI_OK;
+}
+
+int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path)
+{
+	int code = sqlite3_errcode(db);
+	if (code == SQLITE_ERROR || code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", path,
+				 sqlite3_errmsg(db));
+	return cli_error(a, CLI_FAIL, "%s: cannot read the database: %s", path,
+			 sqlite3_errmsg(db));
+}
+
+int cli_store_open(struct cli_args *a, const char *path, struct sim_store **st)
+{
+	char err[1024];
+	enum sim_store_fail why;
+	*st = sim_store_open_why(path, &why, err, sizeof(err));
+	if (*st)
+		return CLI_OK;
+	return cli_error(a, why == SIM_STORE_NOT_OURS ? CLI_BADINPUT : CLI_FAIL, "option --db: %s",
+			 err);
+}
+
 
 int cli_units(const struct cli_args *a, const char *name, double *out)
 {

@@ -3,8 +3,9 @@
  * declarative table of options from which parsing, `help` and docs/cli.md
  * are all generated.
  *
- * Exit codes: 0 success, 1 a failure while running (database, internal),
- * 2 bad input (options, values, files), 3 a layout that does not fit.
+ * Exit codes: 0 success, 1 a failure while running (a database or output
+ * that cannot be written, internal), 2 bad input (options, values, files,
+ * an output that is also an input), 3 a layout that does not fit.
  */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
@@ -23,6 +24,10 @@ enum cli_arg {
 	CLI_RATE,     /* rate with unit                      */
 	CLI_TIME,     /* time with unit                      */
 	CLI_LIST,     /* repeatable text (--set K=V ...)     */
+	/* Paths, read as text, that cli_check_files() compares: */
+	CLI_FILE_IN,  /* a file the command reads            */
+	CLI_FILE_OUT, /* a file (or folder) it writes        */
+	CLI_FILE_DB,  /* a database it reads and adds to     */
 };
 
 struct cli_opt {
@@ -55,6 +60,9 @@ struct cli_cmd {
 	int (*run)(struct cli_args *a);
 	int mpi;                      /* shares its work over mpirun's ranks
 				       * (tools/mpi_pool.h)                 */
+	int pos_words;                /* positional arguments before the files
+				       * it reads (calibrate's nccl or gemm);
+				       * the others are all files it reads  */
 };
 
 /*
@@ -97,6 +105,44 @@ const char **cli_list(const struct cli_args *a, const char *name, int *n);
 int cli_units(const struct cli_args *a, const char *name, double *out);
 int cli_count(const struct cli_args *a, const char *name, long long min, long long max,
 	      long long *out);
+
+/*
+ * Outputs never destroy inputs. Every output (an option of type CLI_FILE_OUT
+ * or CLI_FILE_DB) is compared with every input (options of type
+ * CLI_FILE_IN or CLI_FILE_DB, and the positional arguments after
+ * pos_words) by sim_out_same(); one that is the same file is refused
+ * (CLI_BADINPUT, with a message naming both) before anything is read or
+ * written. main() calls it for every command; commands whose inputs or
+ * outputs are not named on the command line (the files of a folder) check
+ * them with cli_check_same().
+ */
+int cli_check_files(struct cli_args *a);
+/* Refuse output out if it is the same file as input in; out_what and
+ * in_what name them in the message ("option -o", "'DIR/gemm.csv'").
+ * CLI_OK or CLI_BADINPUT. */
+int cli_check_same(struct cli_args *a, const char *out_what, const char *out,
+		   const char *in_what, const char *in);
+
+/*
+ * Every file a command writes goes through sim/outfile.h: written to a
+ * temporary file beside it and renamed into place only when complete.
+ * what names the output in messages ("option --csv"). cli_out_open:
+ * CLI_OK, or the message printed and CLI_BADINPUT for a path that names no
+ * file (a missing folder), CLI_FAIL for one that cannot be written.
+ * cli_out_commit: rc unchanged when it is not CLI_OK (the output is then
+ * abandoned, the old file kept), else the commit's CLI_OK or CLI_FAIL.
+ */
+struct sim_out;
+int cli_out_open(struct cli_args *a, const char *what, const char *path, struct sim_out *o);
+int cli_out_commit(struct cli_args *a, const char *what, struct sim_out *o, int rc);
+
+/*
+ * Open the database path for writing (sim_store_open). CLI_OK; or the
+ * message printed ("option --db: ...") and CLI_BADINPUT for a file that is
+ * not a clustersim database, CLI_FAIL for one that cannot be written.
+ */
+struct sim_store;
+int cli_store_open(struct cli_args *a, const char *path, struct sim_store **st);
 
 /* Print "clustersim CMD: message" to stderr and return code. */
 int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
@@ -193,6 +239,11 @@ void cli_jobs_json(const struct cli_jobs_view *v);
  */
 struct sqlite3;
 int export_db_open(struct cli_args *a, struct sqlite3 **db);
+/* A query on the database path failed: "PATH: not a clustersim database
+ * (why)" and CLI_BADINPUT when the file is not SQLite or lacks the tables,
+ * else (an I/O error, a file-size limit) "PATH: cannot read the database:
+ * why" and CLI_FAIL. */
+int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
 int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
 
 #endif

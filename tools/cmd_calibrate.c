@@ -25,6 +25,7 @@
 #include "collectives/nccl.h"
 #include "parallel/compute.h"
 #include "scenarios/scenario.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 #include "topology/topo.h"
 
@@ -51,7 +52,7 @@ static const struct cli_opt calib_opts[] = {
 	{ "tables", 0, CLI_STR, "NAME", "next to FILE, else h200",
 	  "gemm: the calibration table whose attention, memory-bound and copy tables complete "
 	  "the folder -o writes" },
-	{ "output", 'o', CLI_STR, "PATH", NULL,
+	{ "output", 'o', CLI_FILE_OUT, "PATH", NULL,
 	  "nccl: write the base preset with the fitted latency and bandwidth as a cluster "
 	  "preset YAML (put it in clusters/ next to a scenario to name it); gemm: write a "
 	  "calibration folder (put it at calibration/NAME/ next to a scenario and set "
@@ -410,9 +411,11 @@ static int write_preset(struct cli_args *a, const struct calib *c, char *caveat,
 	}
 	if (out->fitted && network_figures(a, c, &t) != CLI_OK)
 		return CLI_BADINPUT;
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return cli_error(a, CLI_BADINPUT, "option -o: cannot write %s", path);
+	struct sim_out o;
+	int rc = cli_out_open(a, "option -o", path, &o);
+	if (rc != CLI_OK)
+		return rc;
+	FILE *f = o.f;
 	/* The command as typed, with the program's own path as its name. */
 	const char *args = a->line ? strchr(a->line, ' ') : NULL;
 	fprintf(f, "# Written by: clustersim%s\n", args ? args : "");
@@ -457,9 +460,7 @@ static int write_preset(struct cli_args *a, const struct calib *c, char *caveat,
 		"    hop_latency: %.6gus\n", t.net_bw_Bps / 1e9, t.net_lat_s * 1e6, t.nics_per_node,
 		t.oversub, t.nodes_per_leaf, t.hop_lat_s * 1e6);
 	fprintf(f, "  pcie:\n    bandwidth: %.6gGB/s\n", t.pcie_bw_Bps / 1e9);
-	if (fclose(f) != 0)
-		return cli_error(a, CLI_FAIL, "cannot write %s", path);
-	return CLI_OK;
+	return cli_out_commit(a, "option -o", &o, CLI_OK);
 }
 
 static int calibrate_nccl(struct cli_args *a)
@@ -547,22 +548,19 @@ static void gemm_print(const char *file, const struct topo_gpu *gpu,
 		printf("  %8.0f %8.4f\n", t->g[i].x, t->g[i].y);
 }
 
-/* Copy a file; 0 or -1. */
-static int copy_file(const char *from, const char *to)
+/* Copy the file from into out; 0, or -1 if from cannot be read (errors
+ * writing out are found when it is committed). */
+static int copy_into(const char *from, FILE *out)
 {
-	FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+	FILE *in = fopen(from, "rb");
 	char buf[65536];
 	size_t n;
-	int rc = in && out ? 0 : -1;
-	while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n)
-			rc = -1;
-	if (in && ferror(in))
-		rc = -1;
-	if (in)
-		fclose(in);
-	if (out && fclose(out) != 0)
-		rc = -1;
+	if (!in)
+		return -1;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	int rc = ferror(in) ? -1 : 0;
+	fclose(in);
 	return rc;
 }
 
@@ -595,88 +593,132 @@ static char *other_tables(struct cli_args *a, const char *file)
 	return xasprintf("%s/calibration/%s", scn_datadir(), cli_str(a, "tables", "h200"));
 }
 
+/* The files of a calibration folder that calibrate gemm writes: its own
+ * four, then the copies of other_names. */
+enum { GEMM_CSV, GEMM_EFFICIENCY, GEMM_GPU, GEMM_README, GEMM_COPIES, GEMM_FILES = 7 };
+static const char *const gemm_names[GEMM_FILES] = {
+	[GEMM_CSV] = "gemm.csv", [GEMM_EFFICIENCY] = "efficiency.csv", [GEMM_GPU] = "gpu.txt",
+	[GEMM_README] = "README.md", [GEMM_COPIES] = "attention.csv", "membound.csv",
+	"ceilings.csv",
+};
+
+/* Refuse a file of the folder that is a table read: FILE, or one of the
+ * tables copied (-o naming the folder they come from). */
+static int gemm_check_files(struct cli_args *a, const char *dir, const char *file,
+			    const char *from)
+{
+	int rc = CLI_OK;
+	size_t nin = 1 + ARRAY_SIZE(other_names);
+	char *in[1 + ARRAY_SIZE(other_names)] = { xstrdup(file) };
+	for (size_t k = 1; k < nin; k++)
+		in[k] = xasprintf("%s/%s", from, other_names[k - 1]);
+	for (size_t i = 0; i < GEMM_FILES && rc == CLI_OK; i++) {
+		char *out = xasprintf("%s/%s", dir, gemm_names[i]);
+		for (size_t k = 0; k < nin && rc == CLI_OK; k++) {
+			char *what = xasprintf("'%s'", in[k]);
+			rc = cli_check_same(a, "option -o", out, what, in[k]);
+			free(what);
+		}
+		free(out);
+	}
+	for (size_t k = 0; k < nin; k++)
+		free(in[k]);
+	return rc;
+}
+
+/* Write the contents of every file of the folder (the copies from from). */
+static int gemm_fill(struct cli_args *a, FILE *const f[GEMM_FILES], const char *file,
+		     const char *from, const struct topo_gpu *gpu, const struct par_gemm_table *t)
+{
+	fprintf(f[GEMM_CSV], "M,N,K,flops,ms,efficiency\n");
+	for (size_t i = 0; i < t->nrows; i++) {
+		const struct par_gemm_row *r = &t->rows[i];
+		fprintf(f[GEMM_CSV], "%.0f,%.0f,%.0f,%.9g,%.9g,%.6f\n", r->m, r->n, r->k, r->flops,
+			r->ms, r->eff);
+	}
+	FILE *e = f[GEMM_EFFICIENCY];
+	fprintf(e, "curve,x,efficiency\n");
+	for (size_t i = 0; i < t->nflops; i++)
+		fprintf(e, "flops,%.9g,%.6f\n", t->flops[i].x, t->flops[i].y);
+	for (size_t i = 0; i < t->nf; i++)
+		fprintf(e, "flops_mindim_f,%.9g,%.6f\n", t->f[i].x, t->f[i].y);
+	for (size_t i = 0; i < t->ng; i++)
+		fprintf(e, "flops_mindim_g,%.9g,%.6f\n", t->g[i].x, t->g[i].y);
+	fprintf(f[GEMM_GPU], "%s\n", gpu->name);
+	const char *args = a->line ? strchr(a->line, ' ') : NULL;
+	FILE *r = f[GEMM_README];
+	fprintf(r, "# Calibration table\n\nWritten by `clustersim%s`.\n\n", args ? args : "");
+	fprintf(r, "- gemm.csv: the %zu GEMMs of %s, measured on %s; `efficiency` is "
+		"flops / (ms x its dense bf16 peak, %.1f TFLOP/s).\n", t->nrows, file, gpu->name,
+		gpu->bf16 / 1e12);
+	fprintf(r, "- efficiency.csv: the points the compute model's GEMM curves pass "
+		"through (docs/calibration.md): `flops` (FLOPs only), `flops_mindim_f` and "
+		"`flops_mindim_g` (the default two-factor fit, x the smallest of M, N, K). "
+		"The model refits gemm.csv when it loads this folder; this file is for "
+		"people and other tools.\n");
+	fprintf(r, "- gpu.txt: the GPU preset the tables were measured on.\n");
+	fprintf(r, "- attention.csv, membound.csv, ceilings.csv: copied from %s.\n", from);
+	for (size_t i = 0; i < ARRAY_SIZE(other_names); i++) {
+		char *src = xasprintf("%s/%s", from, other_names[i]);
+		int bad = copy_into(src, f[GEMM_COPIES + i]) < 0;
+		if (bad)
+			cli_error(a, CLI_FAIL, "cannot read %s: %s", src, strerror(errno));
+		free(src);
+		if (bad)
+			return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
+/*
+ * Write the calibration folder -o DIR: all its files or none. Each is
+ * written to a temporary file beside it (sim/outfile.h); only when every
+ * one is complete are they renamed into place, so an error (a full disk, a
+ * table that cannot be read) leaves the folder's old files as they were.
+ */
 static int gemm_write(struct cli_args *a, const char *file, const struct topo_gpu *gpu,
 		      const struct par_gemm_table *t)
 {
 	const char *dir = cli_str(a, "output", "");
 	char *from = other_tables(a, file);
 	const char *missing = missing_table(from);
-	int rc = CLI_OK;
+	int rc = CLI_OK, made = 0;
 	if (missing)
 		rc = cli_error(a, CLI_BADINPUT, "no such table: %s/%s", from, missing);
-	if (rc == CLI_OK && mkdir(dir, 0777) < 0 && errno != EEXIST)
-		rc = cli_error(a, CLI_BADINPUT, "option -o: cannot make the folder %s: %s", dir,
-			       strerror(errno));
-	for (size_t i = 0; i < ARRAY_SIZE(other_names) && rc == CLI_OK; i++) {
-		char *src = xasprintf("%s/%s", from, other_names[i]);
-		char *dst = xasprintf("%s/%s", dir, other_names[i]);
-		if (copy_file(src, dst) < 0)
-			rc = cli_error(a, CLI_FAIL, "cannot copy %s to %s", src, dst);
-		free(src);
-		free(dst);
+	if (rc == CLI_OK)
+		rc = gemm_check_files(a, dir, file, from);
+	if (rc == CLI_OK && mkdir(dir, 0777) == 0)
+		made = 1;
+	else if (rc == CLI_OK && errno != EEXIST)
+		rc = cli_error(a, errno == ENOENT || errno == ENOTDIR ? CLI_BADINPUT : CLI_FAIL,
+			       "option -o: cannot make the folder %s: %s", dir, strerror(errno));
+	struct sim_out out[GEMM_FILES] = { 0 };
+	FILE *f[GEMM_FILES] = { 0 };
+	size_t opened = 0;
+	for (; rc == CLI_OK && opened < GEMM_FILES; opened++) {
+		char *path = xasprintf("%s/%s", dir, gemm_names[opened]);
+		rc = cli_out_open(a, "option -o", path, &out[opened]);
+		f[opened] = out[opened].f;
+		free(path);
+		if (rc != CLI_OK)
+			break;
 	}
-	if (rc != CLI_OK) {
-		free(from);
-		return rc;
-	}
-	char *path = xasprintf("%s/gemm.csv", dir);
-	FILE *f = fopen(path, "w");
-	int ok = f != NULL;
-	if (f) {
-		fprintf(f, "M,N,K,flops,ms,efficiency\n");
-		for (size_t i = 0; i < t->nrows; i++) {
-			const struct par_gemm_row *r = &t->rows[i];
-			fprintf(f, "%.0f,%.0f,%.0f,%.9g,%.9g,%.6f\n", r->m, r->n, r->k, r->flops,
-				r->ms, r->eff);
+	if (rc == CLI_OK)
+		rc = gemm_fill(a, f, file, from, gpu, t);
+	/* A write that failed shows on its FILE: commit that one first, which
+	 * says why and removes it, then abandon the others. */
+	for (size_t i = 0; rc == CLI_OK && i < GEMM_FILES; i++)
+		if (fflush(f[i]) != 0 || ferror(f[i])) {
+			cli_out_commit(a, "option -o", &out[i], CLI_OK);
+			rc = CLI_FAIL;
 		}
-		ok = fclose(f) == 0;
-	}
-	free(path);
-	path = xasprintf("%s/efficiency.csv", dir);
-	if (ok && (f = fopen(path, "w"))) {
-		fprintf(f, "curve,x,efficiency\n");
-		for (size_t i = 0; i < t->nflops; i++)
-			fprintf(f, "flops,%.9g,%.6f\n", t->flops[i].x, t->flops[i].y);
-		for (size_t i = 0; i < t->nf; i++)
-			fprintf(f, "flops_mindim_f,%.9g,%.6f\n", t->f[i].x, t->f[i].y);
-		for (size_t i = 0; i < t->ng; i++)
-			fprintf(f, "flops_mindim_g,%.9g,%.6f\n", t->g[i].x, t->g[i].y);
-		ok = fclose(f) == 0;
-	} else {
-		ok = 0;
-	}
-	free(path);
-	path = xasprintf("%s/gpu.txt", dir);
-	if (ok && (f = fopen(path, "w"))) {
-		fprintf(f, "%s\n", gpu->name);
-		ok = fclose(f) == 0;
-	} else {
-		ok = 0;
-	}
-	free(path);
-	path = xasprintf("%s/README.md", dir);
-	const char *args = a->line ? strchr(a->line, ' ') : NULL;
-	if (ok && (f = fopen(path, "w"))) {
-		fprintf(f, "# Calibration table\n\nWritten by `clustersim%s`.\n\n", args ? args : "");
-		fprintf(f, "- gemm.csv: the %zu GEMMs of %s, measured on %s; `efficiency` is "
-			"flops / (ms x its dense bf16 peak, %.1f TFLOP/s).\n", t->nrows, file, gpu->name,
-			gpu->bf16 / 1e12);
-		fprintf(f, "- efficiency.csv: the points the compute model's GEMM curves pass "
-			"through (docs/calibration.md): `flops` (FLOPs only), `flops_mindim_f` and "
-			"`flops_mindim_g` (the default two-factor fit, x the smallest of M, N, K). "
-			"The model refits gemm.csv when it loads this folder; this file is for "
-			"people and other tools.\n");
-		fprintf(f, "- gpu.txt: the GPU preset the tables were measured on.\n");
-		fprintf(f, "- attention.csv, membound.csv, ceilings.csv: copied from %s.\n", from);
-		ok = fclose(f) == 0;
-	} else {
-		ok = 0;
-	}
-	free(path);
+	for (size_t i = 0; i < opened && i < GEMM_FILES; i++)
+		if (out[i].f)
+			rc = cli_out_commit(a, "option -o", &out[i], rc);
+	if (rc != CLI_OK && made)
+		rmdir(dir);   /* only if nothing else is in it */
 	free(from);
-	if (!ok)
-		return cli_error(a, CLI_FAIL, "cannot write into %s", dir);
-	return CLI_OK;
+	return rc;
 }
 
 static int calibrate_gemm(struct cli_args *a)
@@ -756,4 +798,5 @@ const struct cli_cmd cli_cmd_calibrate = {
 		"sits at calibration/NAME/ next to the scenario.",
 	.opts = calib_opts,
 	.run = calibrate_run,
+	.pos_words = 1,   /* nccl or gemm, then the files it reads */
 };

@@ -17,6 +17,7 @@
 #include "collectives/bench.h"
 #include "collectives/coll.h"
 #include "scenarios/scenario.h"
+#include "sim/outfile.h"
 #include "sim/store.h"
 #include "topology/topo.h"
 
@@ -45,9 +46,9 @@ static const struct cli_opt coll_opts[] = {
 	{ "bw", 0, CLI_RATE, "RATE", "50GB/s", "bandwidth of the ideal cluster's links" },
 	{ "set", 0, CLI_LIST, "cluster.KEY=VALUE", NULL,
 	  "override a cluster key, with units (repeatable; clustersim presets lists them)" },
-	{ "db", 0, CLI_STR, "FILE", NULL, "store the runs, timelines and link totals in SQLite" },
+	{ "db", 0, CLI_FILE_DB, "FILE", NULL, "store the runs, timelines and link totals in SQLite" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
-	{ "csv", 0, CLI_STR, "FILE", NULL, "also write the rows as CSV" },
+	{ "csv", 0, CLI_FILE_OUT, "FILE", NULL, "also write the rows as CSV" },
 	{ 0 },
 };
 
@@ -313,13 +314,11 @@ static void print_json(const struct coll_job *job, const struct coll_row *rows, 
 	printf("],\"wall_s\":%.6f}\n", wall_s);
 }
 
-static int write_csv(struct cli_args *a, const struct coll_job *job, const struct coll_row *rows,
-		     int n)
+/* Write the rows to --csv, opened before the runs, and put it in place. */
+static int write_csv(struct cli_args *a, struct sim_out *o, const struct coll_job *job,
+		     const struct coll_row *rows, int n)
 {
-	const char *path = cli_str(a, "csv", NULL);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return cli_error(a, CLI_BADINPUT, "option --csv: cannot write '%s'", path);
+	FILE *f = o->f;
 	const char *head[] = { "op", "algo", "ranks", "channels", "bytes", "time_s",
 			       "algbw_GBps", "busbw_GBps" };
 	for (size_t i = 0; i < ARRAY_SIZE(head); i++)
@@ -339,9 +338,7 @@ static int write_csv(struct cli_args *a, const struct coll_job *job, const struc
 			cli_csv_field(f, v[k], 0);
 		fputc('\n', f);
 	}
-	if (fclose(f) != 0)
-		return cli_error(a, CLI_FAIL, "option --csv: error writing '%s'", path);
-	return CLI_OK;
+	return cli_out_commit(a, "option --csv", o, CLI_OK);
 }
 
 static int collective_run(struct cli_args *a)
@@ -353,21 +350,11 @@ static int collective_run(struct cli_args *a)
 	int rc = parse_job(a, &job);
 	if (rc == CLI_OK)
 		rc = check_job(a, &job, benches);
-	if (rc == CLI_OK && cli_has(a, "csv")) {
-		/* Fail on an unwritable file before running anything. */
-		FILE *f = fopen(cli_str(a, "csv", ""), "a");
-		if (!f)
-			rc = cli_error(a, CLI_BADINPUT, "option --csv: cannot write '%s'",
-				       cli_str(a, "csv", ""));
-		else
-			fclose(f);
-	}
-	if (rc == CLI_OK && cli_has(a, "db")) {
-		char err[512];
-		st = sim_store_open(cli_str(a, "db", ""), err, sizeof(err));
-		if (!st)
-			rc = cli_error(a, CLI_BADINPUT, "option --db: %s", err);
-	}
+	struct sim_out csv = { 0 };
+	if (rc == CLI_OK && cli_has(a, "csv"))  /* an unwritable file fails before the runs */
+		rc = cli_out_open(a, "option --csv", cli_str(a, "csv", ""), &csv);
+	if (rc == CLI_OK && cli_has(a, "db"))
+		rc = cli_store_open(a, cli_str(a, "db", ""), &st);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int n = job.nalgos * job.nsizes;
@@ -382,8 +369,10 @@ static int collective_run(struct cli_args *a)
 		else
 			print_table(&job, rows, n);
 		if (cli_has(a, "csv"))
-			rc = write_csv(a, &job, rows, n);
+			rc = write_csv(a, &csv, &job, rows, n);
 	}
+	if (csv.f)  /* not written: the old file stays */
+		sim_out_abort(&csv);
 	for (int i = 0; i < MAX_ALGOS; i++)
 		coll_bench_free(benches[i]);
 	sim_store_close(st);

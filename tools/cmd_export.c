@@ -3,8 +3,10 @@
  * any of its tables) as CSV through libcsv, draw the timeline as an SVG
  * Gantt chart (tools/svg.c), or write it as a Chrome trace for Perfetto
  * (tools/trace.c). Only complete runs are exported; the database is opened
- * read-only and never changed. Opening the database and choosing the run
- * are shared with `clustersim report` (export_db_open, export_db_run).
+ * read-only and never changed. Outputs are written whole or not at all
+ * (sim/outfile.h); one that is the database is refused (cli_check_files).
+ * Opening the database and choosing the run are shared with `clustersim
+ * report` (export_db_open, export_db_run).
  */
 #include "tools/cli.h"
 
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/outfile.h"
 #include "sim/store.h"
 #include "sim/util.h"
 #include "tools/svg.h"
@@ -20,13 +23,13 @@
 
 static const struct cli_opt export_opts[] = {
 	{ "run", 'r', CLI_COUNT, "ID", "the newest complete run", "which run to export" },
-	{ "csv", 0, CLI_STR, "FILE", NULL, "write CSV to FILE (- for standard output)" },
+	{ "csv", 0, CLI_FILE_OUT, "FILE", NULL, "write CSV to FILE (- for standard output)" },
 	{ "table", 't', CLI_STR, "NAME", "ops",
 	  "with --csv: ops (the timeline), ranks, links, collective_results, runs, memory "
 	  "or metrics of the run; sweeps, sweep_points or sweep_values whole" },
-	{ "svg", 0, CLI_STR, "FILE", NULL,
+	{ "svg", 0, CLI_FILE_OUT, "FILE", NULL,
 	  "draw the timeline as an SVG Gantt chart to FILE (- for standard output)" },
-	{ "trace", 0, CLI_STR, "FILE", NULL,
+	{ "trace", 0, CLI_FILE_OUT, "FILE", NULL,
 	  "write the timeline as a Chrome trace (JSON) for Perfetto or chrome://tracing to FILE "
 	  "(- for standard output)" },
 	{ "ranks", 0, CLI_STR, "LIST", "all",
@@ -82,8 +85,7 @@ int export_db_run(struct cli_args *a, sqlite3 *db, long long *run)
 	const char *sql = given ? "SELECT status FROM runs WHERE id = ?1"
 				: "SELECT max(id) FROM runs WHERE status = 'complete'";
 	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", a->pos[0],
-				 sqlite3_errmsg(db));
+		return cli_db_error(a, db, a->pos[0]);
 	sqlite3_bind_int64(q, 1, *run);
 	int rc = sqlite3_step(q);
 	const char *status = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
@@ -101,44 +103,38 @@ int export_db_run(struct cli_args *a, sqlite3 *db, long long *run)
 	return out;
 }
 
+/* Open the output of option opt (- for standard output): written to a
+ * temporary file and renamed into place by out_close (sim/outfile.h). */
+static int out_open(struct cli_args *a, const char *opt, struct sim_out *o)
+{
+	char what[32];
+	snprintf(what, sizeof(what), "option --%s", opt);
+	return cli_out_open(a, what, cli_str(a, opt, "-"), o);
+}
+
+/* Finish the output of option opt: into place if rc is CLI_OK, else
+ * abandoned with the old file kept. */
+static int out_close(struct cli_args *a, const char *opt, struct sim_out *o, int rc)
+{
+	char what[32];
+	snprintf(what, sizeof(what), "option --%s", opt);
+	return cli_out_commit(a, what, o, rc);
+}
+
 static int export_to(struct cli_args *a, sqlite3 *db, const char *query, long long run)
 {
-	const char *path = cli_str(a, "csv", "-");
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(db, query, -1, &q, NULL) != SQLITE_OK)
-		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", a->pos[0],
-				 sqlite3_errmsg(db));
+		return cli_db_error(a, db, a->pos[0]);
 	sqlite3_bind_int64(q, 1, run);
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	int rc = CLI_OK;
-	if (!f)
-		rc = cli_error(a, CLI_BADINPUT, "option --csv: cannot write '%s'", path);
-	else if (write_rows(q, f) < 0)
-		rc = cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], sqlite3_errmsg(db));
-	if (f && f != stdout && fclose(f) != 0)
-		rc = cli_error(a, CLI_FAIL, "option --csv: error writing '%s'", path);
+	struct sim_out o;
+	int rc = out_open(a, "csv", &o);
+	if (rc == CLI_OK) {
+		if (write_rows(q, o.f) < 0)
+			rc = cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], sqlite3_errmsg(db));
+		rc = out_close(a, "csv", &o, rc);
+	}
 	sqlite3_finalize(q);
-	return rc;
-}
-
-/* The file of option opt (- for standard output); NULL after an error. */
-static FILE *out_open(struct cli_args *a, const char *opt)
-{
-	const char *path = cli_str(a, opt, "-");
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f)
-		cli_error(a, CLI_BADINPUT, "option --%s: cannot write '%s'", opt, path);
-	return f;
-}
-
-/* Close the file of option opt; one left half-written by an error is removed. */
-static int out_close(struct cli_args *a, const char *opt, FILE *f, int rc)
-{
-	const char *path = cli_str(a, opt, "-");
-	if (f != stdout && fclose(f) != 0 && rc == CLI_OK)
-		rc = cli_error(a, CLI_FAIL, "option --%s: error writing '%s'", opt, path);
-	if (f != stdout && rc != CLI_OK)
-		remove(path);
 	return rc;
 }
 
@@ -153,13 +149,14 @@ static int gantt_rc(struct cli_args *a, int g, const char *err)
 /* Draw the chart to --svg. */
 static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const struct gantt_opts *o)
 {
-	FILE *f = out_open(a, "svg");
-	if (!f)
-		return CLI_BADINPUT;
+	struct sim_out out;
+	int rc = out_open(a, "svg", &out);
+	if (rc != CLI_OK)
+		return rc;
 	char err[512];
 	struct gantt_stats st = { 0 };
-	int rc = gantt_rc(a, gantt_write(db, run, o, f, &st, err, sizeof(err)), err);
-	rc = out_close(a, "svg", f, rc);
+	rc = gantt_rc(a, gantt_write(db, run, o, out.f, &st, err, sizeof(err)), err);
+	rc = out_close(a, "svg", &out, rc);
 	if (rc == CLI_OK && st.boxes > GANTT_MAX_BOXES)
 		cli_error(a, CLI_OK, "warning: the chart has %zu boxes (more than %d) and may be slow "
 			  "to view; draw fewer ranks with --ranks or a shorter window with --from and "
@@ -184,11 +181,10 @@ static int export_trace(struct cli_args *a, sqlite3 *db, long long run,
 			  "Perfetto or chrome://tracing to load well; export fewer ranks with --ranks "
 			  "or a shorter window with --from and --to", trace_events(t),
 			  TRACE_MAX_EVENTS);
-	FILE *f = out_open(a, "trace");
-	if (!f)
-		rc = CLI_BADINPUT;
-	else
-		rc = out_close(a, "trace", f, gantt_rc(a, trace_write(t, f, err, sizeof(err)), err));
+	struct sim_out out;
+	if ((rc = out_open(a, "trace", &out)) == CLI_OK)
+		rc = out_close(a, "trace", &out,
+			       gantt_rc(a, trace_write(t, out.f, err, sizeof(err)), err));
 	trace_free(t);
 	return rc;
 }

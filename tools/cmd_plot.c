@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/outfile.h"
 #include "sim/util.h"
 #include "tools/plot.h"
 
@@ -35,7 +36,7 @@ static const struct cli_opt plot_opts[] = {
 	{ "series", 0, CLI_STR, "KEY", NULL, "another varied key: one line per value, and a legend" },
 	{ "where", 0, CLI_LIST, "KEY=VALUE", NULL,
 	  "keep only the points where a varied key has this value (repeatable)" },
-	{ "svg", 0, CLI_STR, "FILE", NULL, "write the chart to FILE, - for standard output (required)" },
+	{ "svg", 0, CLI_FILE_OUT, "FILE", NULL, "write the chart to FILE, - for standard output (required)" },
 	{ "steps", 0, CLI_FLAG, NULL, NULL,
 	  "draw instead the distribution of the step times of runs stored with --steps N "
 	  "(`clustersim run --db`): one line per run" },
@@ -148,10 +149,14 @@ static int key_index(const struct plotctx *c, const char *name)
 
 /*
  * A query on the sweep tables failed: the file is not SQLite, or lacks the
- * tables; either way it is not a database this command can read.
+ * tables; either way it is not a database this command can read. (An I/O
+ * error is a failure, cli_db_error.)
  */
 static int db_error(struct plotctx *c, const char *what)
 {
+	int code = sqlite3_errcode(c->db);
+	if (code != SQLITE_ERROR && code != SQLITE_NOTADB && code != SQLITE_CORRUPT)
+		return cli_db_error(c->a, c->db, c->path);
 	return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s: %s)", c->path,
 			 what, sqlite3_errmsg(c->db));
 }
@@ -567,27 +572,21 @@ static void chartdata_free(struct chartdata *d, size_t npts)
 	free(d->ss.v);
 }
 
-/* Draw to --svg; a file left by an error is removed. */
+/* Draw to --svg: written whole or not at all (sim/outfile.h). */
 static int write_svg(struct plotctx *c)
 {
-	const char *path = cli_str(c->a, "svg", "-");
-	int to_stdout = !strcmp(path, "-");
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
-	if (!f)
-		return cli_error(c->a, CLI_BADINPUT, "option --svg: cannot write '%s': %s", path,
-				 strerror(errno));
+	struct sim_out o;
+	int rc = cli_out_open(c->a, "option --svg", cli_str(c->a, "svg", "-"), &o);
+	if (rc != CLI_OK)
+		return rc;
 	struct chartdata d = { 0 };
 	struct plot p;
 	build_plot(c, &d, &p);
-	int rc = plot_write(&p, f) == 0 ? CLI_OK : CLI_FAIL;
-	if (!to_stdout && fclose(f) != 0)
-		rc = CLI_FAIL;
+	rc = plot_write(&p, o.f) == 0 ? CLI_OK
+				       : cli_error(c->a, CLI_FAIL, "option --svg: error writing '%s': %s",
+						   cli_str(c->a, "svg", "-"), strerror(errno));
+	rc = cli_out_commit(c->a, "option --svg", &o, rc);
 	chartdata_free(&d, c->npts);
-	if (rc != CLI_OK) {
-		cli_error(c->a, rc, "option --svg: error writing '%s'", path);
-		if (!to_stdout)
-			remove(path);
-	}
 	return rc;
 }
 
@@ -694,8 +693,7 @@ static int run_lines(struct plotctx *c, long long run, struct steps_line **lines
 	if (has_jobs_table(c)) {
 		if (sqlite3_prepare_v2(c->db, "SELECT name FROM jobs WHERE run_id = ? ORDER BY job",
 				       -1, &q, NULL) != SQLITE_OK)
-			return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s)",
-					 c->path, sqlite3_errmsg(c->db));
+			return cli_db_error(c->a, c->db, c->path);
 		sqlite3_bind_int64(q, 1, run);
 		while (sqlite3_step(q) == SQLITE_ROW) {
 			const char *name = (const char *)sqlite3_column_text(q, 0);
@@ -739,8 +737,7 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 			       "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND "
 			       "(m.name = 'step.1' OR m.name GLOB 'job.*.alone.step.1')) ORDER BY r.id",
 			       -1, &q, NULL) != SQLITE_OK)
-		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", c->path,
-				 sqlite3_errmsg(c->db));
+		return cli_db_error(a, c->db, c->path);
 	size_t cap = 0;
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		if (*n == cap)
@@ -782,10 +779,9 @@ static int plot_steps(struct plotctx *c)
 		free(v);
 		lines[i] = (struct plot_line){ .label = sl[i].label, .pts = pts[i], .n = n };
 	}
-	if (rc == CLI_OK) {
-		const char *path = cli_str(c->a, "svg", "-");
-		int out = !strcmp(path, "-");
-		FILE *f = out ? stdout : fopen(path, "w");
+	struct sim_out o;
+	if (rc == CLI_OK && (rc = cli_out_open(c->a, "option --svg", cli_str(c->a, "svg", "-"),
+					       &o)) == CLI_OK) {
 		const char *args = c->a->line ? strchr(c->a->line, ' ') : NULL;
 		char *cmd = xasprintf("clustersim%s", args ? args : "");
 		struct plot p = {
@@ -794,11 +790,10 @@ static int plot_steps(struct plotctx *c)
 			.ytitle = "share of steps at or below (fraction)", .legend_title = "runs",
 			.lines = lines, .nlines = nl,
 		};
-		if (!f)
-			rc = cli_error(c->a, CLI_BADINPUT, "option --svg: cannot write '%s': %s",
-				       path, strerror(errno));
-		else if (plot_write(&p, f) != 0 || (!out && fclose(f) != 0))
-			rc = cli_error(c->a, CLI_FAIL, "option --svg: error writing '%s'", path);
+		if (plot_write(&p, o.f) != 0)
+			rc = cli_error(c->a, CLI_FAIL, "option --svg: error writing '%s': %s",
+				       cli_str(c->a, "svg", "-"), strerror(errno));
+		rc = cli_out_commit(c->a, "option --svg", &o, rc);
 		free(cmd);
 	}
 	for (size_t i = 0; i < nl; i++)

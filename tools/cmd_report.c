@@ -122,8 +122,7 @@ static int load_metrics(struct report *r)
 			       "SELECT 'run.events', events FROM runs WHERE id = ?1 UNION ALL "
 			       "SELECT 'run.wall_s', wall_s FROM runs WHERE id = ?1",
 			       -1, &q, NULL) != SQLITE_OK)
-		return cli_error(r->a, CLI_BADINPUT, "%s: not a clustersim database (%s)",
-				 r->a->pos[0], sqlite3_errmsg(r->db));
+		return cli_db_error(r->a, r->db, r->a->pos[0]);
 	sqlite3_bind_int64(q, 1, r->run);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
@@ -137,8 +136,7 @@ static int report_load(struct report *r)
 {
 	if (sqlite3_prepare_v2(r->db, "SELECT json_extract(config, ?2), command FROM runs "
 			       "WHERE id = ?1", -1, &r->cfg, NULL) != SQLITE_OK)
-		return cli_error(r->a, CLI_BADINPUT, "%s: not a clustersim database (%s)",
-				 r->a->pos[0], sqlite3_errmsg(r->db));
+		return cli_db_error(r->a, r->db, r->a->pos[0]);
 	sqlite3_bind_int64(r->cfg, 1, r->run);
 	int rc = cfg_step(r, "command");
 	if (rc == SQLITE_ROW && sqlite3_column_text(r->cfg, 1))

@@ -25,7 +25,7 @@
 static const struct cli_opt run_opts[] = {
 	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL,
 	  "override a scenario key, with units (repeatable; docs/scenario.md lists them)" },
-	{ "db", 0, CLI_STR, "FILE", NULL, "store the run, its timeline, memory and report in SQLite" },
+	{ "db", 0, CLI_FILE_DB, "FILE", NULL, "store the run, its timeline, memory and report in SQLite" },
 	{ "fidelity", 0, CLI_STR, "F", "sim.fidelity",
 	  "flow (transfers on links, contention) or analytic (closed forms)" },
 	{ "record", 0, CLI_STR, "MODE", "sim.record",
@@ -425,22 +425,20 @@ static void store_metrics(struct sim_store *st, const struct par_report *r)
 	}
 }
 
-/* Open the database and start the run; NULL (message printed) on failure. */
+/* Open the database and start the run; NULL (message printed, the exit
+ * code in *rc) on failure. */
 static struct sim_store *store_begin(struct cli_args *a, const struct scn *s,
-				     const struct par_report *plan)
+				     const struct par_report *plan, int *rc)
 {
-	char err[512];
-	struct sim_store *st = sim_store_open(cli_str(a, "db", ""), err, sizeof(err));
-	if (!st) {
-		cli_error(a, CLI_BADINPUT, "option --db: %s", err);
+	struct sim_store *st;
+	if ((*rc = cli_store_open(a, cli_str(a, "db", ""), &st)) != CLI_OK)
 		return NULL;
-	}
 	char *cfg = scn_json(s);
 	int64_t id = sim_store_run_begin(st, a->line, cfg, sim_fidelity_name(s->sim.fidelity),
 					 plan->gpus);
 	free(cfg);
 	if (id < 0) {
-		cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
+		*rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 		sim_store_close(st);
 		return NULL;
 	}
@@ -489,9 +487,9 @@ static int run_run(struct cli_args *a)
 	if (mode == SCN_RECORD_AUTO)
 		mode = r.gpus <= SCN_RECORD_ALL_MAX ? SCN_RECORD_ALL : SCN_RECORD_SAMPLE;
 	if (r.memory.fits && cli_has(a, "db")) {
-		if (!(st = store_begin(a, &s, &r))) {
+		if (!(st = store_begin(a, &s, &r, &rc))) {
 			par_compute_model_free(cm);
-			return CLI_BADINPUT;
+			return rc;
 		}
 		if (rec_begin(&filter, &t, &s, st, mode) < 0) {
 			rc = cli_error(a, CLI_FAIL, "--db: cannot create the temporary file of "

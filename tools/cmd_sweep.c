@@ -27,6 +27,7 @@
 #include "parallel/compute.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "sim/outfile.h"
 #include "sim/store.h"
 #include "tools/mpi_pool.h"
 
@@ -41,8 +42,8 @@ static const struct cli_opt sweep_opts[] = {
 	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL, "override a scenario key at every point" },
 	{ "jobs", 'j', CLI_COUNT, "N", "all cores",
 	  "worker processes (under mpirun, built --with-mpi: the other ranks instead)" },
-	{ "db", 0, CLI_STR, "FILE", NULL, "keep the sweep in SQLite (and resume it from there)" },
-	{ "csv", 0, CLI_STR, "FILE", NULL, "also write the points as CSV" },
+	{ "db", 0, CLI_FILE_DB, "FILE", NULL, "keep the sweep in SQLite (and resume it from there)" },
+	{ "csv", 0, CLI_FILE_OUT, "FILE", NULL, "also write the points as CSV" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
 	{ "fidelity", 0, CLI_STR, "F", "sim.fidelity", "flow or analytic, for every point" },
 	{ 0 },
@@ -379,10 +380,11 @@ static void print_json(const struct sweep *sw, const struct point_out *pts, int6
 
 static int write_csv(struct cli_args *a, const struct sweep *sw, const struct point_out *pts)
 {
-	const char *path = cli_str(a, "csv", "");
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return cli_error(a, CLI_BADINPUT, "option --csv: cannot write '%s'", path);
+	struct sim_out o;
+	int rc = cli_out_open(a, "option --csv", cli_str(a, "csv", ""), &o);
+	if (rc != CLI_OK)
+		return rc;
+	FILE *f = o.f;
 	for (unsigned k = 0; k < sw->nvary; k++)
 		cli_csv_field(f, sw->vary[k].key, k == 0);
 	cli_csv_field(f, "status", 0);
@@ -407,7 +409,7 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 		}
 		fputc('\n', f);
 	}
-	return fclose(f) ? cli_error(a, CLI_FAIL, "option --csv: error writing '%s'", path) : CLI_OK;
+	return cli_out_commit(a, "option --csv", &o, CLI_OK);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -590,11 +592,9 @@ static int sweep_run(struct cli_args *a)
 	int64_t id = 0;
 	int resumed = 0;
 	if (rc == CLI_OK && cli_has(a, "db")) {
-		char err[512];
-		st = sim_store_open(cli_str(a, "db", ""), err, sizeof(err));
 		char *sig = signature(a->pos[0], &sw);
-		if (!st)
-			rc = cli_error(a, CLI_BADINPUT, "option --db: %s", err);
+		if ((rc = cli_store_open(a, cli_str(a, "db", ""), &st)) != CLI_OK)
+			;
 		else if ((id = sim_store_sweep_open(st, sig, a->line, a->pos[0], sig, &resumed)) < 0)
 			rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 		free(sig);

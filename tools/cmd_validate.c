@@ -25,6 +25,7 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "sim/outfile.h"
 #include "sim/sheet.h"
 #include "sim/util.h"
 #include "topology/topo.h"
@@ -35,8 +36,8 @@ static const struct cli_opt validate_opts[] = {
 	  "without it every case runs in flow fidelity" },
 	{ "dir", 0, CLI_STR, "DIR", "DATADIR/validation",
 	  "the cases: DIR/cases.csv, DIR/collectives.csv and the files they name" },
-	{ "output", 'o', CLI_STR, "FILE", NULL, "write the Markdown page (docs/validation.md)" },
-	{ "check", 0, CLI_STR, "FILE", NULL,
+	{ "output", 'o', CLI_FILE_OUT, "FILE", NULL, "write the Markdown page (docs/validation.md)" },
+	{ "check", 0, CLI_FILE_IN, "FILE", NULL,
 	  "compare the Markdown page with FILE; exit 1 if it would change" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the page" },
 	{ 0 },
@@ -648,7 +649,16 @@ static int validate_run(struct cli_args *a)
 	char *dir = cli_has(a, "dir") ? xstrdup(cli_str(a, "dir", ""))
 				      : xasprintf("%s/validation", scn_datadir());
 	struct validation v = { .dir = dir, .quick = cli_has(a, "quick") };
-	int rc = read_cases(a, &v);
+	int rc = CLI_OK;
+	static const char *const tables[] = { "cases.csv", "collectives.csv" };
+	for (size_t i = 0; rc == CLI_OK && cli_has(a, "output") && i < ARRAY_SIZE(tables); i++) {
+		char *in = xasprintf("%s/%s", dir, tables[i]), *what = xasprintf("'%s'", in);
+		rc = cli_check_same(a, "option -o", cli_str(a, "output", ""), what, in);
+		free(in);
+		free(what);
+	}
+	if (rc == CLI_OK)
+		rc = read_cases(a, &v);
 	if (rc == CLI_OK)
 		rc = read_collectives(a, &v);
 	for (size_t i = 0; rc == CLI_OK && i < v.ncases; i++) {
@@ -671,10 +681,12 @@ static int validate_run(struct cli_args *a)
 			fwrite(page, 1, len, stdout);
 		if (cli_has(a, "output")) {
 			const char *out = cli_str(a, "output", "");
-			FILE *f = fopen(out, "w");
-			if (!f || fwrite(page, 1, len, f) != len || fclose(f) != 0)
-				rc = cli_error(a, CLI_FAIL, "cannot write %s", out);
-			else
+			struct sim_out o;
+			if ((rc = cli_out_open(a, "option -o", out, &o)) == CLI_OK) {
+				fwrite(page, 1, len, o.f);
+				rc = cli_out_commit(a, "option -o", &o, CLI_OK);
+			}
+			if (rc == CLI_OK)
 				fprintf(stderr, "validate: wrote %s\n", out);
 		}
 		if (rc == CLI_OK && cli_has(a, "check"))

@@ -1,7 +1,9 @@
 /*
  * main.c - the `clustersim` command: finds the subcommand in the table
- * (cli.c) and runs it. Results go to stdout, diagnostics to stderr.
+ * (cli.c), refuses an output that is one of its inputs (cli_check_files)
+ * and runs it. Results go to stdout, diagnostics to stderr.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,8 @@ static int run(int argc, char **argv)
 	char *line = cli_command_line(argc, argv);
 	a.line = line;
 	if (rc == CLI_OK)
+		rc = cli_check_files(&a);
+	if (rc == CLI_OK)
 		rc = cmd->run(&a);
 	for (size_t i = 0; i < sizeof(a.list) / sizeof(a.list[0]); i++)
 		free(a.list[i]);
@@ -72,6 +76,10 @@ static int run(int argc, char **argv)
  */
 int main(int argc, char **argv)
 {
+	/* A file-size limit (ulimit -f) makes a write fail with EFBIG, which
+	 * the output or database reports, instead of killing the process
+	 * without a word. */
+	signal(SIGXFSZ, SIG_IGN);
 	mp_init(&argc, &argv);
 	int rc = run(argc, argv);
 	if (mp_size() > 1 && mp_rank() == 0)

@@ -122,10 +122,9 @@ static const struct sim_recorder_ops rec_ops = { .op_done = rec_op, .mem = rec_m
 /* Open the database, start the run and hook the recorder; CLI_OK or printed. */
 static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record mode)
 {
-	char err[512];
-	c->st = sim_store_open(cli_str(a, "db", ""), err, sizeof(err));
-	if (!c->st)
-		return cli_error(a, CLI_BADINPUT, "option --db: %s", err);
+	int rc = cli_store_open(a, cli_str(a, "db", ""), &c->st);
+	if (rc != CLI_OK)
+		return rc;
 	const struct topo_config *cl = &c->js->top.cluster;
 	char *cfg = scn_jobs_json(c->js);
 	int64_t id = sim_store_run_begin(c->st, a->line, cfg,

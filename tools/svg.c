@@ -15,6 +15,7 @@
  */
 #include "tools/svg.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -848,7 +849,7 @@ int gantt_write(sqlite3 *db, int64_t run, const struct gantt_opts *o, FILE *out,
 		rc = write_chart(&g);
 	}
 	if (rc == GANTT_OK && (fflush(out) != 0 || ferror(out))) {
-		sim_errf(err, errlen, "error writing the chart");
+		sim_errf(err, errlen, "error writing the chart: %s", strerror(errno));
 		rc = GANTT_FAIL;
 	}
 	if (st)

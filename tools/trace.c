@@ -18,6 +18,7 @@
  */
 #include "tools/trace.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -306,7 +307,7 @@ int trace_write(struct trace *t, FILE *out, char *err, size_t errlen)
 		fputs("}\n", out);
 	}
 	if (rc == GANTT_OK && (fflush(out) != 0 || ferror(out))) {
-		sim_errf(err, errlen, "error writing the trace");
+		sim_errf(err, errlen, "error writing the trace: %s", strerror(errno));
 		rc = GANTT_FAIL;
 	}
 	return rc;

@@ -253,6 +253,93 @@ START_TEST(test_wrong_version)
 }
 END_TEST
 
+/* The bytes of the file at path (NUL-terminated, length in *len). */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf = xmalloc(cap);
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0)
+		if ((n += got) == cap)
+			buf = xrealloc(buf, cap *= 2);
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* Another program's SQLite file: refused as not ours, byte for byte as it
+ * was (no tables added, no WAL, no user_version), whatever its pragmas. */
+START_TEST(test_foreign_untouched)
+{
+	static const char *const makers[] = {
+		"CREATE TABLE t (x); INSERT INTO t VALUES (1);",
+		"PRAGMA application_id = 42; CREATE TABLE runs (x); CREATE TABLE ranks (y);",
+		"PRAGMA user_version = 4; CREATE TABLE notes (x);",
+		"PRAGMA user_version = 4; PRAGMA application_id = 7;",
+	};
+	for (size_t i = 0; i < sizeof makers / sizeof makers[0]; i++) {
+		struct tmp t = { .dir = "" };
+		tmp_init(&t);
+		char *path = tmp_path(&t, "other.db");
+		sqlite3 *db;
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, makers[i], NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+		size_t n0, n1;
+		char *before = slurp(path, &n0), err[512] = "";
+		enum sim_store_fail why = SIM_STORE_FAIL_NONE;
+		ck_assert_ptr_null(sim_store_open_why(path, &why, err, sizeof err));
+		ck_assert_int_eq(why, SIM_STORE_NOT_OURS);
+		ck_assert_msg(strstr(err, path) && strstr(err, "another program"), "%s: %s",
+			      makers[i], err);
+		char *after = slurp(path, &n1);
+		ck_assert_msg(n0 == n1 && !memcmp(before, after, n0), "%s: the file changed",
+			      makers[i]);
+		char *wal = xasprintf("%s-wal", path);
+		ck_assert_msg(access(wal, F_OK) != 0, "%s: a WAL file was left", makers[i]);
+		free(wal);
+		free(before);
+		free(after);
+		free(path);
+		tmp_clear(&t);
+	}
+}
+END_TEST
+
+/* A new file, and a zero-length one, get clustersim's application_id; a
+ * database of an older clustersim (no id) still opens and gets it. */
+START_TEST(test_application_id)
+{
+	struct tmp t = { .dir = "" };
+	tmp_init(&t);
+	char *path = tmp_path(&t, "new.db"), *empty = tmp_path(&t, "empty.db");
+	FILE *f = fopen(empty, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	sim_store_close(open_ok(path));
+	sim_store_close(open_ok(empty));
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(q_int(db, "PRAGMA application_id"), SIM_STORE_APPLICATION_ID);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA application_id = 0", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(sqlite3_open(empty, &db), SQLITE_OK);
+	ck_assert_int_eq(q_int(db, "PRAGMA application_id"), SIM_STORE_APPLICATION_ID);
+	sqlite3_close(db);
+
+	sim_store_close(open_ok(path));   /* as an older clustersim left it */
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(q_int(db, "PRAGMA application_id"), SIM_STORE_APPLICATION_ID);
+	ck_assert_int_eq(q_int(db, "PRAGMA user_version"), SIM_STORE_SCHEMA_VERSION);
+	sqlite3_close(db);
+	free(path);
+	free(empty);
+	tmp_clear(&t);
+}
+END_TEST
+
 /* ---- runs --------------------------------------------------------------- */
 
 START_TEST(test_run_lifecycle)
@@ -666,6 +753,8 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_reopen);
 	tcase_add_test(tc, test_not_sqlite);
 	tcase_add_test(tc, test_wrong_version);
+	tcase_add_test(tc, test_foreign_untouched);
+	tcase_add_test(tc, test_application_id);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("runs");
