@@ -541,38 +541,43 @@ static int store_path_err(struct sim_store *st, const char *path)
 	return store_db_err(st, path);
 }
 
-/* One integer that sql reads from the file (a pragma, a count); reading
- * never changes it. */
-static int store_read_int(struct sim_store *st, const char *path, const char *sql, int *out)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return store_path_err(st, path);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_int(s, 0);
-	else
-		store_path_err(st, path);
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? 0 : -1;
-}
-
 /*
  * Whose file path is, read before anything is written to it: clustersim's
  * (its application_id), new (an empty or zero-length file: no id, version
  * or schema object), or an older clustersim's (no id, but a user_version and
  * the runs and ranks tables). Anything else is refused, untouched. Its
- * schema version in *version, whether it has the id in *has_id.
+ * schema version in *version, whether it has the id in *has_id. One
+ * statement, so one snapshot: another process creating the schema at the
+ * same moment is seen before or after, never half-way; retried while a
+ * writer's lock is one SQLite's busy handler does not wait for.
  */
 static int store_identify(struct sim_store *st, const char *path, int *version, int *has_id)
 {
-	int app = 0, objects = 0, ours = 0;
-	if (store_read_int(st, path, "PRAGMA application_id", &app) < 0 ||
-	    store_read_int(st, path, "PRAGMA user_version", version) < 0 ||
-	    store_read_int(st, path, "SELECT count(*) FROM sqlite_master", &objects) < 0 ||
-	    store_read_int(st, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-			   "AND name IN ('runs', 'ranks')", &ours) < 0)
-		return -1;
+	static const char sql[] =
+		"SELECT (SELECT application_id FROM pragma_application_id), "
+		"(SELECT user_version FROM pragma_user_version), "
+		"(SELECT count(*) FROM sqlite_master), "
+		"(SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+		"AND name IN ('runs', 'ranks'))";
+	int v[4] = { 0 }, rc = SQLITE_BUSY;
+	for (int waited_ms = 0; rc == SQLITE_BUSY && waited_ms <= STORE_BUSY_TIMEOUT_MS;
+	     waited_ms += 10) {
+		sqlite3_stmt *s;
+		if (waited_ms) {
+			const struct timespec nap = { 0, 10 * 1000 * 1000 };
+			nanosleep(&nap, NULL);
+		}
+		if ((rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL)) != SQLITE_OK)
+			continue;
+		if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+			for (int k = 0; k < 4; k++)
+				v[k] = sqlite3_column_int(s, k);
+		sqlite3_finalize(s);
+	}
+	if (rc != SQLITE_ROW)
+		return store_path_err(st, path);
+	int app = v[0], objects = v[2], ours = v[3];
+	*version = v[1];
 	*has_id = app == SIM_STORE_APPLICATION_ID;
 	if (*has_id || (app == 0 && *version == 0 && objects == 0) ||
 	    (app == 0 && *version != 0 && ours == 2))
