@@ -190,6 +190,25 @@ int cli_check_same(struct cli_args *a, const char *out_what, const char *out,
 			 "another file", out_what, out, in_what);
 }
 
+/* Refuse out if it is the input in or, should in be a database, one of
+ * the files SQLite keeps beside it (its WAL, shared memory and journal),
+ * whose loss loses what is written there. what names in. */
+static int check_input(struct cli_args *a, const char *out_what, const char *out,
+		       const char *what, const char *in)
+{
+	static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+	int rc = CLI_OK;
+	for (size_t k = 0; k < ARRAY_SIZE(sides) && rc == CLI_OK; k++) {
+		char *side = xasprintf("%s%s", in, sides[k]);
+		char *side_what = k ? xasprintf("'%s' (beside %s)", side, what) : xstrdup(what);
+		if (!k || strcmp(in, "-"))
+			rc = cli_check_same(a, out_what, out, side_what, side);
+		free(side);
+		free(side_what);
+	}
+	return rc;
+}
+
 /* The inputs of the command line: its options of type CLI_FILE_IN or
  * CLI_FILE_DB, and its positional arguments after pos_words. */
 static int check_against_inputs(struct cli_args *a, const char *out_what, const char *out,
@@ -203,12 +222,12 @@ static int check_against_inputs(struct cli_args *a, const char *out_what, const 
 		char on[80];
 		snprintf(what, sizeof(what), "'%.1024s' (option %s)", a->val[i],
 			 opt_name(o, on, sizeof(on)));
-		if (cli_check_same(a, out_what, out, what, a->val[i]) != CLI_OK)
+		if (check_input(a, out_what, out, what, a->val[i]) != CLI_OK)
 			return CLI_BADINPUT;
 	}
 	for (int k = a->cmd->pos_words; k < a->npos; k++) {
 		snprintf(what, sizeof(what), "'%.1024s'", a->pos[k]);
-		if (cli_check_same(a, out_what, out, what, a->pos[k]) != CLI_OK)
+		if (check_input(a, out_what, out, what, a->pos[k]) != CLI_OK)
 			return CLI_BADINPUT;
 	}
 	return CLI_OK;

@@ -110,7 +110,8 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
  * Outputs never destroy inputs. Every output (an option of type CLI_FILE_OUT
  * or CLI_FILE_DB) is compared with every input (options of type
  * CLI_FILE_IN or CLI_FILE_DB, and the positional arguments after
- * pos_words) by sim_out_same(); one that is the same file is refused
+ * pos_words) and with the files SQLite keeps beside an input (-wal, -shm,
+ * -journal) by sim_out_same(); one that is the same file is refused
  * (CLI_BADINPUT, with a message naming both) before anything is read or
  * written. main() calls it for every command; commands whose inputs or
  * outputs are not named on the command line (the files of a folder) check

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_outputs.sh - outputs never destroy inputs (docs/reliability.md): every
 # subcommand's output that names one of its inputs (the same path, another
-# spelling of it, a symbolic or a hard link) is refused with exit 2 before
+# spelling of it, a symbolic or a hard link, a database's -wal) is refused with exit 2 before
 # anything is written, the input byte for byte as it was; a write that fails
 # (a file-size limit, a missing folder) leaves the old output as it was and
 # no temporary file; another program's SQLite file given as --db is refused
@@ -58,6 +58,7 @@ refused "export --csv ./DB (another spelling)" "$DB" -- export "$DB" --csv "$T/.
 refused "export --csv to a symbolic link to DB" "$DB" -- export "$DB" --csv "$T/link.db"
 refused "export --csv to a hard link of DB" "$DB" -- export "$DB" --csv "$T/hard.db"
 refused "export through a link, to DB" "$DB" -- export "$T/link.db" --svg "$DB"
+refused "export --csv DB-wal (SQLite's file beside it)" "$DB" -- export "$DB" --csv "$DB-wal"
 refused "plot --svg SWEEPDB" "$SW" -- plot "$SW" --x training.micro_batch --y mfu --svg "$SW"
 refused "plot --steps --svg DB" "$DB" -- plot "$DB" --steps --svg "$DB"
 refused "sweep --csv SCENARIO" "$S" -- sweep "$S" --vary training.micro_batch=1,2 -j 1 --csv "$S"
