@@ -4,16 +4,15 @@
  * valid or do not fit, rank the rest with the closed-form estimator
  * (parallel/plan.c), simulate the best in analytic fidelity and the top K in
  * flow fidelity, and report the ranking with where estimator and simulation
- * disagreed, and why the winner wins.
+ * disagreed, and why the winner wins. The simulations run on the worker pool
+ * (tools/pool.h), so one that aborts is named as failed and the rest go on;
+ * a plan with a failed simulation still prints its ranking, and exits 1.
  */
 #include "tools/cli.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "scenarios/scenario.h"
 #include "sim/util.h"
 #include "tools/mpi_pool.h"
+#include "tools/pool.h"
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
@@ -59,12 +59,15 @@ static void layout_name(const struct par_candidate *c, char *buf, size_t len)
 		 rc[c->recompute]);
 }
 
-/* Simulate one candidate: the scenario with its layout. */
-/* Simulate one candidate: the scenario with its layout. 0, or -1 with why
- * in err (err may be NULL). */
-static int simulate(const struct scn *base, const struct par_compute_model *cm,
-		    const struct par_candidate *c, enum sim_fidelity f, struct par_report *r,
-		    char *why, size_t whylen)
+/* How a simulation ended. A layout that does not fit after all is the
+ * estimator's error, an answer; the others are failures (exit 1). */
+enum sim_end { SIM_OK, SIM_NOFIT, SIM_REFUSED, SIM_CRASHED };
+
+/* Simulate one candidate: the scenario with its layout; how it ended, and
+ * why in `why` when not SIM_OK. */
+static enum sim_end simulate(const struct scn *base, const struct par_compute_model *cm,
+			     const struct par_candidate *c, enum sim_fidelity f,
+			     struct par_report *r, char *why, size_t whylen)
 {
 	struct scn s = *base;
 	char err[SCN_ERRLEN] = "";
@@ -73,21 +76,21 @@ static int simulate(const struct scn *base, const struct par_compute_model *cm,
 	s.training.recompute = c->recompute;
 	if (scn_validate(&s, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
-		return -1;
+		return SIM_REFUSED;
 	}
 	struct par_train t;
 	cli_train_of(&t, &s, cm);
 	t.steps = 1, t.sim.fidelity = f;
 	if (par_train_run(&t, r, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
-		return -1;
+		return SIM_REFUSED;
 	}
 	if (!r->memory.fits) {
 		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
 			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
-		return -1;
+		return SIM_NOFIT;
 	}
-	return 0;
+	return SIM_OK;
 }
 
 /* By flow step time; those without one after, by analytic step time. */
@@ -107,31 +110,34 @@ static void failed(const struct par_candidate *c, const char *fidelity, const ch
 	char name[128];
 	layout_name(c, name, sizeof(name));
 	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
-		why[0] ? why : "its worker stopped");
+		why);
 }
 
 /* One simulation's outcome, as a worker sends it back. */
 struct outcome {
 	uint32_t i;
-	int ok;
-	char why[200];            /* when not ok                          */
-	char strategy[16];        /* r.strategy's text, from an MPI rank  */
-	struct par_report r;      /* its strategy points into the binary's
-				   * static tables: the same in every forked
-				   * process (MPI ranks: see serve_layout) */
+	enum sim_end end;
+	char why[512];            /* when not SIM_OK                      */
+	char strategy[16];        /* r.strategy's text: its pointer is the
+				   * worker's own                          */
+	struct par_report r;
 };
 
-/* A simulation an MPI rank is handed: which, in what fidelity, of what. */
+/* A simulation a worker is handed: which, in what fidelity, of what. */
 struct plan_task {
 	uint32_t i;
+	uint32_t est_rank;        /* for the crash test hook (pool.h)    */
 	enum sim_fidelity f;
 	struct par_candidate c;
 };
 
-/* What an MPI rank needs to simulate: the scenario and compute model. */
+/* The pool's context: what a worker simulates (the scenario and compute
+ * model) and, in this process, where outcomes land (by index). */
 struct plan_serve {
 	const struct scn *s;
 	const struct par_compute_model *cm;
+	struct outcome *out;
+	size_t n;
 };
 
 static void serve_layout(void *ctx, const void *task, void *buf)
@@ -139,120 +145,68 @@ static void serve_layout(void *ctx, const void *task, void *buf)
 	const struct plan_serve *ps = ctx;
 	struct plan_task t = *(const struct plan_task *)task;
 	struct outcome *o = buf;
+	pool_test_crash(t.est_rank);
 	/* Pointers are this process's own: the algorithms the planner kept
 	 * from the scenario, and the strategy name sent as text. */
 	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
-	memset(o, 0, sizeof(*o));
 	o->i = t.i;
-	o->ok = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why)) == 0;
-	if (o->ok && o->r.strategy)
+	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
+	if (o->end == SIM_OK && o->r.strategy)
 		snprintf(o->strategy, sizeof(o->strategy), "%s", o->r.strategy);
 	o->r.strategy = NULL;
 }
 
-/* Rank 0 of several: an outcome lands by its index. */
-struct plan_collect {
-	struct outcome *out;
-	size_t n;
-};
+/* A layout whose worker died. */
+static void lost_layout(void *ctx, const void *task, void *buf, const char *why)
+{
+	struct outcome *o = buf;
+	(void)ctx;
+	o->i = ((const struct plan_task *)task)->i;
+	o->end = SIM_CRASHED;
+	snprintf(o->why, sizeof(o->why), "%s", why);
+}
 
 static void collect_outcome(void *ctx, const void *result)
 {
-	struct plan_collect *pc = ctx;
+	struct plan_serve *ps = ctx;
 	const struct outcome *o = result;
-	if (o->i >= pc->n)
-		return;
-	pc->out[o->i] = *o;
-	pc->out[o->i].r.strategy = pc->out[o->i].strategy;
+	BUG_ON(o->i >= ps->n);
+	ps->out[o->i] = *o;
+	ps->out[o->i].r.strategy = ps->out[o->i].strategy;
 }
 
-/* Read exactly n bytes (0), or -1 at end of file or on an error. */
-static int read_all(int fd, void *buf, size_t n)
+/* The pool job of a plan: layouts in, outcomes out. */
+static struct pool_job plan_job(struct plan_serve *ps)
 {
-	for (char *p = buf; n;) {
-		ssize_t k = read(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k, n -= (size_t)k;
-	}
-	return 0;
+	return (struct pool_job){
+		.task_size = sizeof(struct plan_task), .result_size = sizeof(struct outcome),
+		.run = serve_layout, .lost = lost_layout, .done = collect_outcome, .ctx = ps,
+	};
 }
 
 /*
- * Simulate v[0..n) in fidelity f on `jobs` forked workers (worker w takes
- * every jobs-th layout from w); results land by index, so the outcome does
- * not depend on the number of workers. out[i].ok is 0 for a layout whose
- * simulation failed or whose worker died. Returns 0, or -1 if no worker
- * could be started (then nothing was simulated).
+ * Simulate v[0..n) in fidelity f on the pool (`jobs` forked workers, or
+ * the MPI ranks); outcomes land by index, so they do not depend on the
+ * number of workers. A layout whose worker died, or that no worker could
+ * be started for, is SIM_CRASHED with the reason.
  */
-static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
+static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			const struct ranked *v, size_t n, enum sim_fidelity f, long long jobs,
 			struct outcome *out)
 {
 	memset(out, 0, n * sizeof(*out));
-	if (mp_size() > 1) {  /* the other MPI ranks simulate, one layout at a time */
-		struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
-		for (size_t i = 0; i < n; i++)
-			tasks[i] = (struct plan_task){ .i = (uint32_t)i, .f = f, .c = v[i].c };
-		struct plan_collect pc = { .out = out, .n = n };
-		struct outcome buf;
-		mp_dispatch(tasks, (uint32_t)n, sizeof(*tasks), &buf, sizeof(buf), collect_outcome,
-			    &pc, NULL);
-		free(tasks);
-		return 0;
+	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
+	for (size_t i = 0; i < n; i++) {
+		tasks[i] = (struct plan_task){ .i = (uint32_t)i, .est_rank = v[i].est_rank, .f = f,
+					       .c = v[i].c };
+		out[i].end = SIM_CRASHED;
+		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
 	}
-	if (jobs > (long long)n)
-		jobs = (long long)n;
-	if (jobs <= 1) {
-		for (size_t i = 0; i < n; i++)
-			out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
-					     sizeof(out[i].why)) == 0;
-		return 0;
-	}
-	int fds[64];
-	pid_t pids[64];
-	long long started = 0;
-	fflush(NULL);
-	for (long long w = 0; w < jobs; w++, started++) {
-		int p[2];
-		if (pipe(p) < 0)
-			break;
-		pid_t pid = fork();
-		if (pid < 0) {
-			close(p[0]), close(p[1]);
-			break;
-		}
-		if (pid == 0) {
-			close(p[0]);
-			for (size_t i = (size_t)w; i < n; i += (size_t)jobs) {
-				struct outcome o = { .i = (uint32_t)i };
-				o.ok = simulate(s, cm, &v[i].c, f, &o.r, o.why,
-						sizeof(o.why)) == 0;
-				if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
-					_exit(1);
-			}
-			_exit(0);
-		}
-		close(p[1]);
-		fds[w] = p[0], pids[w] = pid;
-	}
-	if (started < jobs) {     /* run what the missing workers would have */
-		for (size_t i = 0; i < n; i++)
-			if ((long long)(i % (size_t)jobs) >= started)
-				out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
-						     sizeof(out[i].why)) == 0;
-	}
-	for (long long w = 0; w < started; w++) {
-		struct outcome o;
-		while (read_all(fds[w], &o, sizeof(o)) == 0)
-			if (o.i < n)
-				out[o.i] = o;
-		close(fds[w]);
-		waitpid(pids[w], NULL, 0);
-	}
-	return 0;
+	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n };
+	const struct pool_job job = plan_job(&ps);
+	struct pool_stats st;
+	pool_run(&job, tasks, (uint32_t)n, (int)jobs, NULL, &st);
+	free(tasks);
 }
 
 static int by_sim(const void *a, const void *b)
@@ -400,9 +354,8 @@ static int plan_run(struct cli_args *a)
 	if (mp_size() > 1 && mp_rank() > 0) {
 		/* An MPI rank other than 0: simulate the layouts rank 0 hands out. */
 		struct plan_serve ps = { .s = &s, .cm = cm };
-		struct plan_task task;
-		struct outcome buf;
-		mp_serve(&task, sizeof(task), &buf, sizeof(buf), serve_layout, &ps);
+		const struct pool_job job = plan_job(&ps);
+		pool_serve(&job);
 		par_compute_model_free(cm);
 		return CLI_OK;
 	}
@@ -430,13 +383,16 @@ static int plan_run(struct cli_args *a)
 		v[i].est_rank = (uint32_t)i + 1;
 		v[i].flow_s = NAN;
 	}
+	/* Failures: simulations refused or whose worker died (not those that
+	 * did not fit after all). */
+	size_t afail = 0, ffail = 0, failures = 0;
 	simulate_all(&s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
-	size_t afail = 0, ffail = 0;
 	for (size_t i = 0; i < m; i++) {
-		if ((v[i].sim_s = o[i].ok ? o[i].r.step_time_s : NAN), o[i].ok)
+		if ((v[i].sim_s = o[i].end == SIM_OK ? o[i].r.step_time_s : NAN), o[i].end == SIM_OK)
 			v[i].r = o[i].r;
 		else
-			afail++, failed(&v[i].c, "analytic", o[i].why);
+			afail++, failures += o[i].end != SIM_NOFIT,
+				failed(&v[i].c, "analytic", o[i].why);
 	}
 	qsort(v, m, sizeof(*v), by_sim);
 	size_t nflow = 0;
@@ -444,10 +400,10 @@ static int plan_run(struct cli_args *a)
 		nflow++;
 	simulate_all(&s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
 	for (size_t i = 0; i < nflow; i++) {
-		if (o[i].ok)
+		if (o[i].end == SIM_OK)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
 		else
-			ffail++, failed(&v[i].c, "flow", o[i].why);
+			ffail++, failures += o[i].end != SIM_NOFIT, failed(&v[i].c, "flow", o[i].why);
 	}
 	free(o);
 	/* The flow-simulated head is ranked by its flow step times (those whose
@@ -475,6 +431,9 @@ static int plan_run(struct cli_args *a)
 	free(v);
 	free(cands);
 	par_compute_model_free(cm);
+	if (failures)
+		return cli_error(a, CLI_FAIL, "%zu of %zu simulations failed (named above); the "
+				 "ranking leaves them out", failures, m + nflow);
 	return CLI_OK;
 }
 
