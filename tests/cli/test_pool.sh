@@ -74,7 +74,7 @@ sleep 0.5
 state=$(ps -o stat= -p "$victim" 2>/dev/null)
 case $state in Z*) bad "the killed worker $victim is a zombie while the sweep runs";;
 *) ok "the killed worker was reaped at once";; esac
-wait_for $pid 1200
+wait_for $pid 3000
 rc=$?
 [ $rc = 1 ] && ok "kill -9 of a worker: the sweep ends, exit 1" || bad "kill -9: exit $rc: $(cat "$T/err")"
 [ "$(count "$T/k.db" "status = 'failed' AND reason = 'its worker was killed by signal 9 (SIGKILL)'")" = 1 ] &&
