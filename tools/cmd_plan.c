@@ -461,7 +461,12 @@ const struct cli_cmd cli_cmd_plan = {
 		"[...]} with every simulated layout (step_time_s null where the simulation\n"
 		"refused it); wall_s and screened_per_s are the only keys that differ between\n"
 		"identical runs. The simulations run on -j worker processes (default: all\n"
-		"cores); the results do not depend on how many. docs/plan.md explains it all.",
+		"cores); the results do not depend on how many, and a simulation whose worker\n"
+		"dies (an abort, a signal) is named as failed with the signal while the rest go\n"
+		"on. Exit codes: 0; 1 when a simulation was refused or its worker died (the\n"
+		"ranking of the others is still printed; a layout that does not fit after all\n"
+		"is not a failure); 2 for bad input; 3 when no layout fits. docs/plan.md\n"
+		"explains it all.",
 	.opts = plan_opts,
 	.run = plan_run,
 	.mpi = 1,

@@ -663,12 +663,19 @@ const struct cli_cmd cli_cmd_sweep = {
 	.description =
 		"Each point is the scenario with --set and the point's values applied (the last\n"
 		"--vary varies fastest), simulated like `clustersim run` by one of N worker\n"
-		"processes. Points that do not fit in memory or are not valid layouts are kept\n"
-		"with their reason. With --db the sweep and every point are stored (tables\n"
-		"sweeps, sweep_points, sweep_values; docs/schema.md); running the same command\n"
-		"into the same database resumes it, skipping the points already stored. A\n"
-		"progress bar goes to stderr when it is a terminal. --json prints {\"sweep\",\n"
-		"\"points\": [{\"point\", \"values\", \"status\", \"reason\", figures...}], \"wall_s\"}.\n"
+		"processes (one with -j 1: a point never runs in the sweep's own process).\n"
+		"Points that do not fit in memory or are not valid layouts are kept with their\n"
+		"reason (no_fit, invalid); a point whose simulation cannot finish, or whose\n"
+		"worker dies (an abort, a signal such as the OOM killer's SIGKILL), is kept as\n"
+		"failed with the reason or the signal, and the sweep goes on with a new\n"
+		"worker. With --db the sweep and every point are stored (tables sweeps,\n"
+		"sweep_points, sweep_values; docs/schema.md); running the same command on a\n"
+		"scenario file of the same content into the same database resumes it, skipping\n"
+		"the points already stored, failed ones too. A progress bar goes to stderr\n"
+		"when it is a terminal. --json prints {\"sweep\", \"points\": [{\"point\",\n"
+		"\"values\", \"status\", \"reason\", figures...}], \"wall_s\"}. Exit codes: 0 when\n"
+		"at least one point is ok and none failed; 1 when some point failed or none is\n"
+		"ok (the table and the database still hold every point); 2 for bad input.\n"
 		"Ctrl-C stops handing out points, stores those in flight and exits 130.",
 	.opts = sweep_opts,
 	.run = sweep_run,
