@@ -35,12 +35,29 @@ static const struct cli_opt plan_opts[] = {
 	{ 0 },
 };
 
+/* What the plan prints of a simulation's report: plain numbers, so that
+ * they cross a worker's pipe or an MPI message byte for byte. */
+struct figures {
+	double step_time_s, tokens_per_s, mfu, peak_bytes;
+	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
+};
+
+static void figures_of(const struct par_report *r, struct figures *f)
+{
+	*f = (struct figures){
+		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
+		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
+		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
+		.idle_s = r->breakdown.idle_s,
+	};
+}
+
 /* A candidate with its simulated figures. */
 struct ranked {
 	struct par_candidate c;
 	uint32_t est_rank;          /* place by the estimate                  */
 	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
-	struct par_report r;        /* the analytic (or flow) report          */
+	struct figures r;           /* the analytic (or flow) report's        */
 };
 
 static double now_s(void)
@@ -67,8 +84,9 @@ enum sim_end { SIM_OK, SIM_NOFIT, SIM_REFUSED, SIM_CRASHED };
  * why in `why` when not SIM_OK. */
 static enum sim_end simulate(const struct scn *base, const struct par_compute_model *cm,
 			     const struct par_candidate *c, enum sim_fidelity f,
-			     struct par_report *r, char *why, size_t whylen)
+			     struct figures *fig, char *why, size_t whylen)
 {
+	struct par_report rep, *r = &rep;
 	struct scn s = *base;
 	char err[SCN_ERRLEN] = "";
 	s.parallel = c->layout;
@@ -90,6 +108,7 @@ static enum sim_end simulate(const struct scn *base, const struct par_compute_mo
 			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
 		return SIM_NOFIT;
 	}
+	figures_of(r, fig);
 	return SIM_OK;
 }
 
@@ -118,9 +137,7 @@ struct outcome {
 	uint32_t i;
 	enum sim_end end;
 	char why[512];            /* when not SIM_OK                      */
-	char strategy[16];        /* r.strategy's text: its pointer is the
-				   * worker's own                          */
-	struct par_report r;
+	struct figures r;         /* when SIM_OK                          */
 };
 
 /* A simulation a worker is handed: which, in what fidelity, of what. */
@@ -147,13 +164,10 @@ static void serve_layout(void *ctx, const void *task, void *buf)
 	struct outcome *o = buf;
 	pool_test_crash(t.est_rank);
 	/* Pointers are this process's own: the algorithms the planner kept
-	 * from the scenario, and the strategy name sent as text. */
+	 * from the scenario. */
 	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
 	o->i = t.i;
 	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
-	if (o->end == SIM_OK && o->r.strategy)
-		snprintf(o->strategy, sizeof(o->strategy), "%s", o->r.strategy);
-	o->r.strategy = NULL;
 }
 
 /* A layout whose worker died. */
@@ -172,7 +186,6 @@ static void collect_outcome(void *ctx, const void *result)
 	const struct outcome *o = result;
 	BUG_ON(o->i >= ps->n);
 	ps->out[o->i] = *o;
-	ps->out[o->i].r.strategy = ps->out[o->i].strategy;
 }
 
 /* The pool job of a plan: layouts in, outcomes out. */
@@ -222,7 +235,7 @@ static void why(const struct ranked *a, const struct ranked *b, const char *goal
 	char wa[128], wb[128];
 	layout_name(&a->c, wa, sizeof(wa));
 	layout_name(&b->c, wb, sizeof(wb));
-	const struct par_report *x = &a->r, *y = &b->r;
+	const struct figures *x = &a->r, *y = &b->r;
 	/* The reports are the flow ones where both were simulated in flow. */
 	int flow = !isnan(a->flow_s) && !isnan(b->flow_s);
 	double ta = flow ? a->flow_s : a->sim_s, tb = flow ? b->flow_s : b->sim_s;
@@ -236,15 +249,15 @@ static void why(const struct ranked *a, const struct ranked *b, const char *goal
 	else
 		printf("\n%s beats %s by %.1f %% (%.4f s against %.4f s per step, %s fidelity). ",
 		       wa, wb, 100 * (tb / ta - 1), ta, tb, fid);
-	double dc = y->breakdown.compute_s - x->breakdown.compute_s;
-	double db = y->breakdown.bubble_s - x->breakdown.bubble_s;
-	double de = y->breakdown.exposed_comm_s - x->breakdown.exposed_comm_s;
-	double di = y->breakdown.idle_s - x->breakdown.idle_s;
+	double dc = y->compute_s - x->compute_s;
+	double db = y->bubble_s - x->bubble_s;
+	double de = y->exposed_comm_s - x->exposed_comm_s;
+	double di = y->idle_s - x->idle_s;
 	printf("Of the difference, compute accounts for %+.4f s, the pipeline bubble %+.4f s, "
 	       "exposed communication %+.4f s and other idle time %+.4f s on the critical rank. ",
 	       dc, db, de, di);
 	printf("The winner peaks at %.1f GB per GPU, the runner-up at %.1f GB.\n",
-	       x->memory.peak / 1e9, y->memory.peak / 1e9);
+	       x->peak_bytes / 1e9, y->peak_bytes / 1e9);
 }
 
 static void print_table(const struct ranked *v, size_t n, size_t top)
@@ -264,8 +277,8 @@ static void print_table(const struct ranked *v, size_t n, size_t top)
 			printf("%10s ", "-");
 		else
 			printf("%10.4f ", v[i].flow_s);
-		printf("%7.4f %9.1f %9.4f %9.4f\n", v[i].r.mfu, v[i].r.memory.peak / 1e9,
-		       v[i].r.breakdown.bubble_s, v[i].r.breakdown.exposed_comm_s);
+		printf("%7.4f %9.1f %9.4f %9.4f\n", v[i].r.mfu, v[i].r.peak_bytes / 1e9,
+		       v[i].r.bubble_s, v[i].r.exposed_comm_s);
 	}
 }
 
@@ -294,7 +307,7 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 			printf("\"flow_step_time_s\":%.9g,", v[i].flow_s);
 		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"bubble_s\":%.9g,"
 		       "\"exposed_comm_s\":%.9g,\"estimate_rank\":%u}", v[i].r.mfu, v[i].r.tokens_per_s,
-		       v[i].r.memory.peak, v[i].r.breakdown.bubble_s, v[i].r.breakdown.exposed_comm_s,
+		       v[i].r.peak_bytes, v[i].r.bubble_s, v[i].r.exposed_comm_s,
 		       v[i].est_rank);
 	}
 	printf("]}\n");

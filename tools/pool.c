@@ -137,13 +137,15 @@ static int write_all(int fd, const void *buf, size_t n)
 static void __attribute__((noreturn)) worker_main(const struct pool_job *job, int in, int out)
 {
 	void *task = xmalloc(job->task_size), *res = xmalloc(job->result_size);
-	while (read_all(in, task, job->task_size) == 0) {
+	int rc = 0;
+	while (rc == 0 && read_all(in, task, job->task_size) == 0) {
 		memset(res, 0, job->result_size);
 		job->run(job->ctx, task, res);
-		if (write_all(out, res, job->result_size) < 0)
-			_exit(1);
+		rc = write_all(out, res, job->result_size) < 0;
 	}
-	_exit(0);
+	free(task);
+	free(res);
+	_exit(rc);
 }
 
 /* Fork the worker of slot w. 0, or -1 with errno (the slot stays empty). */
