@@ -129,7 +129,7 @@ static void failed(const struct par_candidate *c, const char *fidelity, const ch
 	char name[128];
 	layout_name(c, name, sizeof(name));
 	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
-		why);
+		why[0] ? why : "no reason given");
 }
 
 /* One simulation's outcome, as a worker sends it back. */
