@@ -97,7 +97,6 @@ void pool_test_crash(uint32_t id)
 			if (!strcmp(s, signals[i].name) || !strcmp(s, signals[i].name + 3))
 				sig = signals[i].sig;
 	}
-	fflush(NULL);
 	signal(sig, SIG_DFL);
 	kill(getpid(), sig);
 }
@@ -158,6 +157,7 @@ static int worker_start(struct pool *p, struct worker *w)
 		close(t[0]), close(t[1]);
 		return -1;
 	}
+	fflush(NULL);             /* nothing buffered is written twice */
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -251,7 +251,6 @@ static int run_forked(const struct pool_job *job, const void *tasks, uint32_t n,
 	p.n = jobs < 1 ? 1 : jobs > POOL_MAX ? POOL_MAX : jobs;
 	if ((uint32_t)p.n > n)
 		p.n = (int)n;
-	fflush(NULL);
 	int started = 0;
 	for (int i = 0; i < p.n; i++)
 		started += worker_start(&p, &p.w[i]) == 0;
@@ -335,7 +334,6 @@ void pool_serve(const struct pool_job *job)
 	void *task = xmalloc(job->task_size), *env = xmalloc(ENVELOPE + job->result_size);
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
 	sigaction(SIGPIPE, &ign, &old);
-	fflush(NULL);
 	mp_serve(task, job->task_size, env, ENVELOPE + job->result_size, serve_one, &f);
 	pool_close(&f.local);
 	sigaction(SIGPIPE, &old, NULL);
