@@ -304,12 +304,15 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 	}
 }
 
-/* A JSON string: quotes, backslashes and control bytes escaped. */
+/* A JSON string: quotes and backslashes escaped, control bytes dropped
+ * (sim_json_escape), whole however long: an escape takes two bytes. */
 static void json_str(FILE *f, const char *s)
 {
-	char buf[1600];
-	sim_json_escape(s, buf, sizeof(buf));
+	size_t len = 2 * strlen(s) + 4;   /* it keeps 3 bytes spare */
+	char *buf = xmalloc(len);
+	sim_json_escape(s, buf, len);
 	fprintf(f, "\"%s\"", buf);
+	free(buf);
 }
 
 static const char *const fig_names[SIM_STORE_POINT_FIGURES] = {

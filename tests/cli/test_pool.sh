@@ -111,7 +111,8 @@ sets=""
 i=0
 while [ $i -lt 70 ]; do sets="$sets --set sim.seed=$i"; i=$((i + 1)); done
 "$CS" sweep "$SC" --vary parallel.zero=0 $sets --set parallel.tp=3 --json > "$T/out" 2> "$T/err"
-grep -q '"status":"invalid","reason":".*parallel.tp' "$T/out" && ok "the 71st --set applies" ||
+grep -q '"values":{"parallel.zero":"0"},"status":"invalid","reason":".*parallel.tp' "$T/out" &&
+	ok "the 71st --set applies" ||
 	bad "--set past 64: $(head -c 300 "$T/out")"
 
 # Sweep identity: the scenario's content, not its path.
