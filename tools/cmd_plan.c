@@ -58,6 +58,7 @@ struct ranked {
 	uint32_t est_rank;          /* place by the estimate                  */
 	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
 	struct figures r;           /* the analytic (or flow) report's        */
+	char *why, *flow_why;       /* why a simulation failed (malloc'd), or NULL */
 };
 
 static double now_s(void)
@@ -282,6 +283,17 @@ static void print_table(const struct ranked *v, size_t n, size_t top)
 	}
 }
 
+/* A JSON string: quotes and backslashes escaped, control bytes dropped
+ * (sim_json_escape, which keeps 3 bytes spare), whole. */
+static void json_str(const char *s)
+{
+	size_t len = 2 * strlen(s) + 4;
+	char *buf = xmalloc(len);
+	sim_json_escape(s, buf, len);
+	printf("\"%s\"", buf);
+	free(buf);
+}
+
 static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t total, size_t fits,
 		       const uint64_t dropped[], double per_s, double wall)
 {
@@ -299,12 +311,19 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 		       l->vpp, l->cp, l->ep, l->dp, v[i].c.micro_batch, l->zero, rc[v[i].c.recompute],
 		       v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it: no figures */
-			printf("null,\"estimate_rank\":%u}", v[i].est_rank);
+			printf("null,\"failed\":");
+			json_str(v[i].why);
+			printf(",\"estimate_rank\":%u}", v[i].est_rank);
 			continue;
 		}
 		printf("%.9g,", v[i].sim_s);
 		if (!isnan(v[i].flow_s))
 			printf("\"flow_step_time_s\":%.9g,", v[i].flow_s);
+		else if (v[i].flow_why) {
+			printf("\"flow_failed\":");
+			json_str(v[i].flow_why);
+			printf(",");
+		}
 		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"bubble_s\":%.9g,"
 		       "\"exposed_comm_s\":%.9g,\"estimate_rank\":%u}", v[i].r.mfu, v[i].r.tokens_per_s,
 		       v[i].r.peak_bytes, v[i].r.bubble_s, v[i].r.exposed_comm_s,
@@ -404,7 +423,7 @@ static int plan_run(struct cli_args *a)
 		if ((v[i].sim_s = o[i].end == SIM_OK ? o[i].r.step_time_s : NAN), o[i].end == SIM_OK)
 			v[i].r = o[i].r;
 		else
-			afail++, failures += o[i].end != SIM_NOFIT,
+			afail++, failures += o[i].end != SIM_NOFIT, v[i].why = xstrdup(o[i].why),
 				failed(&v[i].c, "analytic", o[i].why);
 	}
 	qsort(v, m, sizeof(*v), by_sim);
@@ -416,7 +435,8 @@ static int plan_run(struct cli_args *a)
 		if (o[i].end == SIM_OK)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
 		else
-			ffail++, failures += o[i].end != SIM_NOFIT, failed(&v[i].c, "flow", o[i].why);
+			ffail++, failures += o[i].end != SIM_NOFIT, v[i].flow_why = xstrdup(o[i].why),
+				failed(&v[i].c, "flow", o[i].why);
 	}
 	free(o);
 	/* The flow-simulated head is ranked by its flow step times (those whose
@@ -441,6 +461,8 @@ static int plan_run(struct cli_args *a)
 			why(&v[0], &v[1], goal);
 	}
 	disagreement(v, m);
+	for (size_t i = 0; i < m; i++)
+		free(v[i].why), free(v[i].flow_why);
 	free(v);
 	free(cands);
 	par_compute_model_free(cm);
@@ -471,8 +493,9 @@ const struct cli_cmd cli_cmd_plan = {
 		"batch fixed, step time, MFU and tokens/s rank layouts the same way, so\n"
 		"--objective only picks the measure the paragraph compares the two in.\n"
 		"--json prints {candidates, fits, dropped, screened_per_s, wall_s, layouts:\n"
-		"[...]} with every simulated layout (step_time_s null where the simulation\n"
-		"refused it); wall_s and screened_per_s are the only keys that differ between\n"
+		"[...]} with every simulated layout (step_time_s null and failed the reason\n"
+		"where the analytic simulation failed, flow_failed where only the flow one\n"
+		"did); wall_s and screened_per_s are the only keys that differ between\n"
 		"identical runs. The simulations run on -j worker processes (default: all\n"
 		"cores); the results do not depend on how many, and a simulation whose worker\n"
 		"dies (an abort, a signal) is named as failed with the signal while the rest go\n"
