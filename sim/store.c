@@ -298,7 +298,8 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_DELETE_JOB_LINKS] = "DELETE FROM job_links WHERE run_id = ?",
 	[STMT_LAST_COMPLETE] = "SELECT max(id) FROM runs WHERE status = 'complete'",
 	[STMT_SWEEP_FIND] = "SELECT id FROM sweeps WHERE signature = ?",
-	[STMT_SWEEP_INSERT] = "INSERT INTO sweeps (created_utc, signature, command, scenario, vary)"
+	[STMT_SWEEP_INSERT] = "INSERT OR IGNORE INTO sweeps (created_utc, signature, command, scenario,"
+			      " vary)"
 			      " VALUES (?, ?, ?, ?, ?)",
 	[STMT_SWEEP_HAS] = "SELECT 1 FROM sweep_points WHERE sweep_id = ? AND point = ?",
 	[STMT_SWEEP_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep_id, point, status, reason,"
@@ -1017,29 +1018,49 @@ static int sweep_step(struct sim_store *st, sqlite3_stmt *q, const char *what)
 	return 0;
 }
 
+/*
+ * Find the sweep of this signature or create it, in one write transaction:
+ * two identical sweeps started at once on one database both get the one
+ * row (INSERT OR IGNORE, then the select), never a UNIQUE error. BEGIN
+ * IMMEDIATE waits (busy timeout) while the other holds the lock.
+ */
 int64_t sim_store_sweep_open(struct sim_store *st, const char *signature, const char *command,
 			     const char *scenario, const char *vary_json, int *resumed)
 {
-	sqlite3_stmt *q = st->stmt[STMT_SWEEP_FIND];
-	bind_text(q, 1, signature);
-	int rc = sqlite3_step(q);
-	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
-	sqlite3_reset(q);
-	sqlite3_clear_bindings(q);
-	*resumed = id > 0;
-	if (id > 0)
-		return id;
+	if (store_exec_retry(st, "BEGIN IMMEDIATE", "creating the sweep") < 0)
+		return -1;
 	char now[32];
 	store_utc_now(now, sizeof(now));
-	q = st->stmt[STMT_SWEEP_INSERT];
+	sqlite3_stmt *q = st->stmt[STMT_SWEEP_INSERT];
 	bind_text(q, 1, now);
 	bind_text(q, 2, signature);
 	bind_text(q, 3, command);
 	bind_text(q, 4, scenario);
 	bind_text(q, 5, vary_json);
-	if (sweep_step(st, q, "creating the sweep") < 0)
+	if (sweep_step(st, q, "creating the sweep") < 0) {
+		store_rollback(st);
 		return -1;
-	return sqlite3_last_insert_rowid(st->db);
+	}
+	*resumed = sqlite3_changes(st->db) == 0;
+	q = st->stmt[STMT_SWEEP_FIND];
+	bind_text(q, 1, signature);
+	int rc = sqlite3_step(q);
+	int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	if (id < 0) {
+		if (rc == SQLITE_DONE)
+			store_err(st, "creating the sweep: its row is missing");
+		else
+			store_db_err(st, "finding the sweep");
+		store_rollback(st);
+		return -1;
+	}
+	if (store_exec(st, "COMMIT", "creating the sweep") < 0) {
+		store_rollback(st);
+		return -1;
+	}
+	return id;
 }
 
 int sim_store_sweep_has(struct sim_store *st, int64_t sweep, uint32_t point)

@@ -145,10 +145,13 @@ int sim_store_run_end(struct sim_store *st, sim_ps sim_end_ps, uint64_t events, 
 int sim_store_run_fail(struct sim_store *st, const char *why);
 
 /*
- * Sweeps (clustersim sweep): a sweep is found by its signature (scenario,
- * overrides and varied keys), so rerunning the same sweep resumes it. Each
- * point is stored in its own transaction, with its figures (NAN: none) and
- * the values of the varied keys.
+ * Sweeps (clustersim sweep): a sweep is found by its signature (the caller's
+ * unambiguous text of the scenario's content, overrides and varied keys), so
+ * rerunning the same sweep resumes it; sim_store_sweep_open finds or creates
+ * it in one transaction, so two identical sweeps started at once share one
+ * row (*resumed says whether it existed). Each point is stored in its own
+ * transaction, with its figures (NAN: none) and the values of the varied
+ * keys.
  */
 #define SIM_STORE_POINT_FIGURES 14
 struct sim_store_point {

@@ -4,16 +4,15 @@
  * valid or do not fit, rank the rest with the closed-form estimator
  * (parallel/plan.c), simulate the best in analytic fidelity and the top K in
  * flow fidelity, and report the ranking with where estimator and simulation
- * disagreed, and why the winner wins.
+ * disagreed, and why the winner wins. The simulations run on the worker pool
+ * (tools/pool.h), so one that aborts is named as failed and the rest go on;
+ * a plan with a failed simulation still prints its ranking, and exits 1.
  */
 #include "tools/cli.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "scenarios/scenario.h"
 #include "sim/util.h"
 #include "tools/mpi_pool.h"
+#include "tools/pool.h"
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
@@ -35,12 +35,30 @@ static const struct cli_opt plan_opts[] = {
 	{ 0 },
 };
 
+/* What the plan prints of a simulation's report: plain numbers, so that
+ * they cross a worker's pipe or an MPI message byte for byte. */
+struct figures {
+	double step_time_s, tokens_per_s, mfu, peak_bytes;
+	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
+};
+
+static void figures_of(const struct par_report *r, struct figures *f)
+{
+	*f = (struct figures){
+		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
+		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
+		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
+		.idle_s = r->breakdown.idle_s,
+	};
+}
+
 /* A candidate with its simulated figures. */
 struct ranked {
 	struct par_candidate c;
 	uint32_t est_rank;          /* place by the estimate                  */
 	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
-	struct par_report r;        /* the analytic (or flow) report          */
+	struct figures r;           /* the analytic (or flow) report's        */
+	char *why, *flow_why;       /* why a simulation failed (malloc'd), or NULL */
 };
 
 static double now_s(void)
@@ -59,13 +77,17 @@ static void layout_name(const struct par_candidate *c, char *buf, size_t len)
 		 rc[c->recompute]);
 }
 
-/* Simulate one candidate: the scenario with its layout. */
-/* Simulate one candidate: the scenario with its layout. 0, or -1 with why
- * in err (err may be NULL). */
-static int simulate(const struct scn *base, const struct par_compute_model *cm,
-		    const struct par_candidate *c, enum sim_fidelity f, struct par_report *r,
-		    char *why, size_t whylen)
+/* How a simulation ended. A layout that does not fit after all is the
+ * estimator's error, an answer; the others are failures (exit 1). */
+enum sim_end { SIM_OK, SIM_NOFIT, SIM_REFUSED, SIM_CRASHED };
+
+/* Simulate one candidate: the scenario with its layout; how it ended, and
+ * why in `why` when not SIM_OK. */
+static enum sim_end simulate(const struct scn *base, const struct par_compute_model *cm,
+			     const struct par_candidate *c, enum sim_fidelity f,
+			     struct figures *fig, char *why, size_t whylen)
 {
+	struct par_report rep, *r = &rep;
 	struct scn s = *base;
 	char err[SCN_ERRLEN] = "";
 	s.parallel = c->layout;
@@ -73,21 +95,22 @@ static int simulate(const struct scn *base, const struct par_compute_model *cm,
 	s.training.recompute = c->recompute;
 	if (scn_validate(&s, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
-		return -1;
+		return SIM_REFUSED;
 	}
 	struct par_train t;
 	cli_train_of(&t, &s, cm);
 	t.steps = 1, t.sim.fidelity = f;
 	if (par_train_run(&t, r, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
-		return -1;
+		return SIM_REFUSED;
 	}
 	if (!r->memory.fits) {
 		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
 			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
-		return -1;
+		return SIM_NOFIT;
 	}
-	return 0;
+	figures_of(r, fig);
+	return SIM_OK;
 }
 
 /* By flow step time; those without one after, by analytic step time. */
@@ -107,31 +130,32 @@ static void failed(const struct par_candidate *c, const char *fidelity, const ch
 	char name[128];
 	layout_name(c, name, sizeof(name));
 	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
-		why[0] ? why : "its worker stopped");
+		why[0] ? why : "no reason given");
 }
 
 /* One simulation's outcome, as a worker sends it back. */
 struct outcome {
 	uint32_t i;
-	int ok;
-	char why[200];            /* when not ok                          */
-	char strategy[16];        /* r.strategy's text, from an MPI rank  */
-	struct par_report r;      /* its strategy points into the binary's
-				   * static tables: the same in every forked
-				   * process (MPI ranks: see serve_layout) */
+	enum sim_end end;
+	char why[512];            /* when not SIM_OK                      */
+	struct figures r;         /* when SIM_OK                          */
 };
 
-/* A simulation an MPI rank is handed: which, in what fidelity, of what. */
+/* A simulation a worker is handed: which, in what fidelity, of what. */
 struct plan_task {
 	uint32_t i;
+	uint32_t est_rank;        /* for the crash test hook (pool.h)    */
 	enum sim_fidelity f;
 	struct par_candidate c;
 };
 
-/* What an MPI rank needs to simulate: the scenario and compute model. */
+/* The pool's context: what a worker simulates (the scenario and compute
+ * model) and, in this process, where outcomes land (by index). */
 struct plan_serve {
 	const struct scn *s;
 	const struct par_compute_model *cm;
+	struct outcome *out;
+	size_t n;
 };
 
 static void serve_layout(void *ctx, const void *task, void *buf)
@@ -139,120 +163,64 @@ static void serve_layout(void *ctx, const void *task, void *buf)
 	const struct plan_serve *ps = ctx;
 	struct plan_task t = *(const struct plan_task *)task;
 	struct outcome *o = buf;
+	pool_test_crash(t.est_rank);
 	/* Pointers are this process's own: the algorithms the planner kept
-	 * from the scenario, and the strategy name sent as text. */
+	 * from the scenario. */
 	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
-	memset(o, 0, sizeof(*o));
 	o->i = t.i;
-	o->ok = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why)) == 0;
-	if (o->ok && o->r.strategy)
-		snprintf(o->strategy, sizeof(o->strategy), "%s", o->r.strategy);
-	o->r.strategy = NULL;
+	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
 }
 
-/* Rank 0 of several: an outcome lands by its index. */
-struct plan_collect {
-	struct outcome *out;
-	size_t n;
-};
+/* A layout whose worker died. */
+static void lost_layout(void *ctx, const void *task, void *buf, const char *why)
+{
+	struct outcome *o = buf;
+	(void)ctx;
+	o->i = ((const struct plan_task *)task)->i;
+	o->end = SIM_CRASHED;
+	snprintf(o->why, sizeof(o->why), "%s", why);
+}
 
 static void collect_outcome(void *ctx, const void *result)
 {
-	struct plan_collect *pc = ctx;
+	struct plan_serve *ps = ctx;
 	const struct outcome *o = result;
-	if (o->i >= pc->n)
-		return;
-	pc->out[o->i] = *o;
-	pc->out[o->i].r.strategy = pc->out[o->i].strategy;
+	BUG_ON(o->i >= ps->n);
+	ps->out[o->i] = *o;
 }
 
-/* Read exactly n bytes (0), or -1 at end of file or on an error. */
-static int read_all(int fd, void *buf, size_t n)
+/* The pool job of a plan: layouts in, outcomes out. */
+static struct pool_job plan_job(struct plan_serve *ps)
 {
-	for (char *p = buf; n;) {
-		ssize_t k = read(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k, n -= (size_t)k;
-	}
-	return 0;
+	return (struct pool_job){
+		.task_size = sizeof(struct plan_task), .result_size = sizeof(struct outcome),
+		.run = serve_layout, .lost = lost_layout, .done = collect_outcome, .ctx = ps,
+	};
 }
 
 /*
- * Simulate v[0..n) in fidelity f on `jobs` forked workers (worker w takes
- * every jobs-th layout from w); results land by index, so the outcome does
- * not depend on the number of workers. out[i].ok is 0 for a layout whose
- * simulation failed or whose worker died. Returns 0, or -1 if no worker
- * could be started (then nothing was simulated).
+ * Simulate v[0..n) in fidelity f on the pool (`jobs` forked workers, or
+ * the MPI ranks); outcomes land by index, so they do not depend on the
+ * number of workers. A layout whose worker died, or that no worker could
+ * be started for, is SIM_CRASHED with the reason.
  */
-static int simulate_all(const struct scn *s, const struct par_compute_model *cm,
+static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			const struct ranked *v, size_t n, enum sim_fidelity f, long long jobs,
 			struct outcome *out)
 {
 	memset(out, 0, n * sizeof(*out));
-	if (mp_size() > 1) {  /* the other MPI ranks simulate, one layout at a time */
-		struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
-		for (size_t i = 0; i < n; i++)
-			tasks[i] = (struct plan_task){ .i = (uint32_t)i, .f = f, .c = v[i].c };
-		struct plan_collect pc = { .out = out, .n = n };
-		struct outcome buf;
-		mp_dispatch(tasks, (uint32_t)n, sizeof(*tasks), &buf, sizeof(buf), collect_outcome,
-			    &pc, NULL);
-		free(tasks);
-		return 0;
+	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
+	for (size_t i = 0; i < n; i++) {
+		tasks[i] = (struct plan_task){ .i = (uint32_t)i, .est_rank = v[i].est_rank, .f = f,
+					       .c = v[i].c };
+		out[i].end = SIM_CRASHED;
+		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
 	}
-	if (jobs > (long long)n)
-		jobs = (long long)n;
-	if (jobs <= 1) {
-		for (size_t i = 0; i < n; i++)
-			out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
-					     sizeof(out[i].why)) == 0;
-		return 0;
-	}
-	int fds[64];
-	pid_t pids[64];
-	long long started = 0;
-	fflush(NULL);
-	for (long long w = 0; w < jobs; w++, started++) {
-		int p[2];
-		if (pipe(p) < 0)
-			break;
-		pid_t pid = fork();
-		if (pid < 0) {
-			close(p[0]), close(p[1]);
-			break;
-		}
-		if (pid == 0) {
-			close(p[0]);
-			for (size_t i = (size_t)w; i < n; i += (size_t)jobs) {
-				struct outcome o = { .i = (uint32_t)i };
-				o.ok = simulate(s, cm, &v[i].c, f, &o.r, o.why,
-						sizeof(o.why)) == 0;
-				if (write(p[1], &o, sizeof(o)) != (ssize_t)sizeof(o))
-					_exit(1);
-			}
-			_exit(0);
-		}
-		close(p[1]);
-		fds[w] = p[0], pids[w] = pid;
-	}
-	if (started < jobs) {     /* run what the missing workers would have */
-		for (size_t i = 0; i < n; i++)
-			if ((long long)(i % (size_t)jobs) >= started)
-				out[i].ok = simulate(s, cm, &v[i].c, f, &out[i].r, out[i].why,
-						     sizeof(out[i].why)) == 0;
-	}
-	for (long long w = 0; w < started; w++) {
-		struct outcome o;
-		while (read_all(fds[w], &o, sizeof(o)) == 0)
-			if (o.i < n)
-				out[o.i] = o;
-		close(fds[w]);
-		waitpid(pids[w], NULL, 0);
-	}
-	return 0;
+	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n };
+	const struct pool_job job = plan_job(&ps);
+	struct pool_stats st;
+	pool_run(&job, tasks, (uint32_t)n, (int)jobs, NULL, &st);
+	free(tasks);
 }
 
 static int by_sim(const void *a, const void *b)
@@ -268,7 +236,7 @@ static void why(const struct ranked *a, const struct ranked *b, const char *goal
 	char wa[128], wb[128];
 	layout_name(&a->c, wa, sizeof(wa));
 	layout_name(&b->c, wb, sizeof(wb));
-	const struct par_report *x = &a->r, *y = &b->r;
+	const struct figures *x = &a->r, *y = &b->r;
 	/* The reports are the flow ones where both were simulated in flow. */
 	int flow = !isnan(a->flow_s) && !isnan(b->flow_s);
 	double ta = flow ? a->flow_s : a->sim_s, tb = flow ? b->flow_s : b->sim_s;
@@ -282,15 +250,15 @@ static void why(const struct ranked *a, const struct ranked *b, const char *goal
 	else
 		printf("\n%s beats %s by %.1f %% (%.4f s against %.4f s per step, %s fidelity). ",
 		       wa, wb, 100 * (tb / ta - 1), ta, tb, fid);
-	double dc = y->breakdown.compute_s - x->breakdown.compute_s;
-	double db = y->breakdown.bubble_s - x->breakdown.bubble_s;
-	double de = y->breakdown.exposed_comm_s - x->breakdown.exposed_comm_s;
-	double di = y->breakdown.idle_s - x->breakdown.idle_s;
+	double dc = y->compute_s - x->compute_s;
+	double db = y->bubble_s - x->bubble_s;
+	double de = y->exposed_comm_s - x->exposed_comm_s;
+	double di = y->idle_s - x->idle_s;
 	printf("Of the difference, compute accounts for %+.4f s, the pipeline bubble %+.4f s, "
 	       "exposed communication %+.4f s and other idle time %+.4f s on the critical rank. ",
 	       dc, db, de, di);
 	printf("The winner peaks at %.1f GB per GPU, the runner-up at %.1f GB.\n",
-	       x->memory.peak / 1e9, y->memory.peak / 1e9);
+	       x->peak_bytes / 1e9, y->peak_bytes / 1e9);
 }
 
 static void print_table(const struct ranked *v, size_t n, size_t top)
@@ -310,9 +278,20 @@ static void print_table(const struct ranked *v, size_t n, size_t top)
 			printf("%10s ", "-");
 		else
 			printf("%10.4f ", v[i].flow_s);
-		printf("%7.4f %9.1f %9.4f %9.4f\n", v[i].r.mfu, v[i].r.memory.peak / 1e9,
-		       v[i].r.breakdown.bubble_s, v[i].r.breakdown.exposed_comm_s);
+		printf("%7.4f %9.1f %9.4f %9.4f\n", v[i].r.mfu, v[i].r.peak_bytes / 1e9,
+		       v[i].r.bubble_s, v[i].r.exposed_comm_s);
 	}
+}
+
+/* A JSON string: quotes and backslashes escaped, control bytes dropped
+ * (sim_json_escape, which keeps 3 bytes spare), whole. */
+static void json_str(const char *s)
+{
+	size_t len = 2 * strlen(s) + 4;
+	char *buf = xmalloc(len);
+	sim_json_escape(s, buf, len);
+	printf("\"%s\"", buf);
+	free(buf);
 }
 
 static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t total, size_t fits,
@@ -332,15 +311,22 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 		       l->vpp, l->cp, l->ep, l->dp, v[i].c.micro_batch, l->zero, rc[v[i].c.recompute],
 		       v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it: no figures */
-			printf("null,\"estimate_rank\":%u}", v[i].est_rank);
+			printf("null,\"failed\":");
+			json_str(v[i].why);
+			printf(",\"estimate_rank\":%u}", v[i].est_rank);
 			continue;
 		}
 		printf("%.9g,", v[i].sim_s);
 		if (!isnan(v[i].flow_s))
 			printf("\"flow_step_time_s\":%.9g,", v[i].flow_s);
+		else if (v[i].flow_why) {
+			printf("\"flow_failed\":");
+			json_str(v[i].flow_why);
+			printf(",");
+		}
 		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"bubble_s\":%.9g,"
 		       "\"exposed_comm_s\":%.9g,\"estimate_rank\":%u}", v[i].r.mfu, v[i].r.tokens_per_s,
-		       v[i].r.memory.peak, v[i].r.breakdown.bubble_s, v[i].r.breakdown.exposed_comm_s,
+		       v[i].r.peak_bytes, v[i].r.bubble_s, v[i].r.exposed_comm_s,
 		       v[i].est_rank);
 	}
 	printf("]}\n");
@@ -400,9 +386,8 @@ static int plan_run(struct cli_args *a)
 	if (mp_size() > 1 && mp_rank() > 0) {
 		/* An MPI rank other than 0: simulate the layouts rank 0 hands out. */
 		struct plan_serve ps = { .s = &s, .cm = cm };
-		struct plan_task task;
-		struct outcome buf;
-		mp_serve(&task, sizeof(task), &buf, sizeof(buf), serve_layout, &ps);
+		const struct pool_job job = plan_job(&ps);
+		pool_serve(&job);
 		par_compute_model_free(cm);
 		return CLI_OK;
 	}
@@ -430,13 +415,16 @@ static int plan_run(struct cli_args *a)
 		v[i].est_rank = (uint32_t)i + 1;
 		v[i].flow_s = NAN;
 	}
+	/* Failures: simulations refused or whose worker died (not those that
+	 * did not fit after all). */
+	size_t afail = 0, ffail = 0, failures = 0;
 	simulate_all(&s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
-	size_t afail = 0, ffail = 0;
 	for (size_t i = 0; i < m; i++) {
-		if ((v[i].sim_s = o[i].ok ? o[i].r.step_time_s : NAN), o[i].ok)
+		if ((v[i].sim_s = o[i].end == SIM_OK ? o[i].r.step_time_s : NAN), o[i].end == SIM_OK)
 			v[i].r = o[i].r;
 		else
-			afail++, failed(&v[i].c, "analytic", o[i].why);
+			afail++, failures += o[i].end != SIM_NOFIT, v[i].why = xstrdup(o[i].why),
+				failed(&v[i].c, "analytic", o[i].why);
 	}
 	qsort(v, m, sizeof(*v), by_sim);
 	size_t nflow = 0;
@@ -444,10 +432,11 @@ static int plan_run(struct cli_args *a)
 		nflow++;
 	simulate_all(&s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
 	for (size_t i = 0; i < nflow; i++) {
-		if (o[i].ok)
+		if (o[i].end == SIM_OK)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
 		else
-			ffail++, failed(&v[i].c, "flow", o[i].why);
+			ffail++, failures += o[i].end != SIM_NOFIT, v[i].flow_why = xstrdup(o[i].why),
+				failed(&v[i].c, "flow", o[i].why);
 	}
 	free(o);
 	/* The flow-simulated head is ranked by its flow step times (those whose
@@ -472,9 +461,14 @@ static int plan_run(struct cli_args *a)
 			why(&v[0], &v[1], goal);
 	}
 	disagreement(v, m);
+	for (size_t i = 0; i < m; i++)
+		free(v[i].why), free(v[i].flow_why);
 	free(v);
 	free(cands);
 	par_compute_model_free(cm);
+	if (failures)
+		return cli_error(a, CLI_FAIL, "%zu of %zu simulations failed (named above); the "
+				 "ranking leaves them out", failures, m + nflow);
 	return CLI_OK;
 }
 
@@ -499,10 +493,16 @@ const struct cli_cmd cli_cmd_plan = {
 		"batch fixed, step time, MFU and tokens/s rank layouts the same way, so\n"
 		"--objective only picks the measure the paragraph compares the two in.\n"
 		"--json prints {candidates, fits, dropped, screened_per_s, wall_s, layouts:\n"
-		"[...]} with every simulated layout (step_time_s null where the simulation\n"
-		"refused it); wall_s and screened_per_s are the only keys that differ between\n"
+		"[...]} with every simulated layout (step_time_s null and failed the reason\n"
+		"where the analytic simulation failed, flow_failed where only the flow one\n"
+		"did); wall_s and screened_per_s are the only keys that differ between\n"
 		"identical runs. The simulations run on -j worker processes (default: all\n"
-		"cores); the results do not depend on how many. docs/plan.md explains it all.",
+		"cores); the results do not depend on how many, and a simulation whose worker\n"
+		"dies (an abort, a signal) is named as failed with the signal while the rest go\n"
+		"on. Exit codes: 0; 1 when a simulation was refused or its worker died (the\n"
+		"ranking of the others is still printed; a layout that does not fit after all\n"
+		"is not a failure); 2 for bad input; 3 when no layout fits. docs/plan.md\n"
+		"explains it all.",
 	.opts = plan_opts,
 	.run = plan_run,
 	.mpi = 1,

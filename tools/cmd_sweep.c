@@ -4,14 +4,15 @@
  * N worker processes, and keep every point (its varied values and report
  * figures, or why it failed) in the database's sweep tables.
  *
- * Workers are forked processes that run points they are handed one at a
- * time (a slow point does not hold up the rest) and send back a fixed-size
- * result; only this process writes the database. Under mpirun (built
- * --with-mpi) the other MPI ranks are the workers and rank 0 hands out the
- * points and writes (tools/mpi_pool.h). A sweep is identified by
- * its scenario, overrides and varied values: rerunning it into the same
- * database skips the points already stored (resume). Results do not depend on
- * the number of workers.
+ * The points run on the worker pool (tools/pool.h: forked workers, or under
+ * mpirun the other MPI ranks), handed out one at a time so that a slow point
+ * does not hold up the rest; only this process writes the database. A point
+ * whose worker dies (an abort, the OOM killer) is stored as failed with the
+ * signal, and the sweep goes on. A sweep is identified by its scenario's
+ * content, overrides and varied values (signature()): rerunning it into the
+ * same database skips the points already stored (resume). Results do not
+ * depend on the number of workers. The exit code is 1 when a point failed
+ * or none is ok (sweep_outcome()).
  */
 #include "tools/cli.h"
 
@@ -20,7 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@
 #include "sim/outfile.h"
 #include "sim/store.h"
 #include "tools/mpi_pool.h"
+#include "tools/pool.h"
+#include "tools/sha256.h"
 
 #define MAX_VARY 8
 #define MAX_VALUES 64
@@ -64,11 +67,12 @@ struct sweep {
 	size_t nbase;
 };
 
-/* What a worker sends back: fixed size, one pipe write (< PIPE_BUF). */
+/* What a worker sends back (fixed size); a reason holds any scenario error
+ * whole. */
 struct result {
-	uint32_t worker, point;
+	uint32_t point;
 	int status;                   /* 0 ok, 1 no_fit, 2 invalid, 3 failed */
-	char reason[768];
+	char reason[SCN_ERRLEN];
 	double fig[SIM_STORE_POINT_FIGURES];
 };
 
@@ -149,23 +153,11 @@ static void set_reason(struct result *r, const char *why)
 	r->reason[n] = 0;
 }
 
-/* Run one point: load the scenario with its values, plan, simulate. */
-static void run_point(const char *path, const struct sweep *sw, uint32_t point, struct result *r)
+/* Simulate the scenario with sets applied, as a point: figures and status
+ * into r. */
+static void simulate_point(const char *path, const char *const *sets, size_t n, struct result *r)
 {
-	const char *vals[MAX_VARY], *sets[64 + MAX_VARY];
-	char setbuf[MAX_VARY][256], err[SCN_ERRLEN];
-	size_t n = 0;
-	memset(r, 0, sizeof(*r));
-	r->point = point;
-	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
-		r->fig[i] = NAN;
-	point_values(sw, point, vals);
-	for (size_t i = 0; i < sw->nbase && n < 64; i++)
-		sets[n++] = sw->base[i];
-	for (unsigned k = 0; k < sw->nvary; k++) {
-		snprintf(setbuf[k], sizeof(setbuf[k]), "%s=%s", sw->vary[k].key, vals[k]);
-		sets[n++] = setbuf[k];
-	}
+	char err[SCN_ERRLEN];
 	struct scn s;
 	if (scn_load(&s, path, sets, n, err, sizeof(err)) < 0) {
 		r->status = 2;
@@ -207,14 +199,30 @@ static void run_point(const char *path, const struct sweep *sw, uint32_t point, 
 	memcpy(r->fig, f, sizeof(f));
 }
 
-/* ---- workers ---------------------------------------------------------------- */
+/* Run one point: every --set, then the point's values (no limit on their
+ * number), applied to the scenario. */
+static void run_point(const char *path, const struct sweep *sw, uint32_t point, struct result *r)
+{
+	const char *vals[MAX_VARY];
+	char *own[MAX_VARY];
+	const char **sets = xcalloc(sw->nbase + sw->nvary, sizeof(char *));
+	size_t n = 0;
+	memset(r, 0, sizeof(*r));
+	r->point = point;
+	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+		r->fig[i] = NAN;
+	point_values(sw, point, vals);
+	for (size_t i = 0; i < sw->nbase; i++)
+		sets[n++] = sw->base[i];
+	for (unsigned k = 0; k < sw->nvary; k++)
+		sets[n++] = own[k] = xasprintf("%s=%s", sw->vary[k].key, vals[k]);
+	simulate_point(path, sets, n, r);
+	for (unsigned k = 0; k < sw->nvary; k++)
+		free(own[k]);
+	free(sets);
+}
 
-struct pool {
-	int n;
-	pid_t pid[64];
-	int task[64];          /* parent -> worker: a point index, or EOF    */
-	int results;           /* workers -> parent, one shared pipe         */
-};
+/* ---- the pool's callbacks (tools/pool.h) ------------------------------------ */
 
 static volatile sig_atomic_t interrupted;
 
@@ -224,70 +232,33 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-static void worker(const char *path, const struct sweep *sw, uint32_t id, int task, int out)
-{
-	uint32_t point;
-	while (read(task, &point, sizeof(point)) == (ssize_t)sizeof(point)) {
-		struct result r;
-		run_point(path, sw, point, &r);
-		r.worker = id;
-		if (write(out, &r, sizeof(r)) != (ssize_t)sizeof(r))
-			_exit(1);
-	}
-	_exit(0);
-}
-
-/* An MPI rank's task: one point. */
+/* The pool's context: what a worker needs (the scenario and the sweep) and,
+ * in this process, where results go. */
 struct serve {
 	const char *path;
 	const struct sweep *sw;
+	struct collect *collect;      /* NULL in an MPI rank other than 0 */
 };
 
+/* A worker's task: one point. */
 static void serve_point(void *ctx, const void *task, void *buf)
 {
 	const struct serve *sv = ctx;
+	uint32_t point = *(const uint32_t *)task;
+	pool_test_crash(point);
+	run_point(sv->path, sv->sw, point, buf);
+}
+
+/* A point whose worker died: failed, with how it died. */
+static void lost_point(void *ctx, const void *task, void *buf, const char *why)
+{
 	struct result *r = buf;
-	run_point(sv->path, sv->sw, *(const uint32_t *)task, r);
-	r->worker = (uint32_t)mp_rank();
-}
-
-static int pool_start(struct pool *p, int n, const char *path, const struct sweep *sw)
-{
-	int res[2];
-	if (pipe(res) < 0)
-		return -1;
-	p->n = 0;
-	p->results = res[0];
-	fflush(NULL);
-	for (int i = 0; i < n; i++) {
-		int t[2];
-		if (pipe(t) < 0)
-			return -1;
-		pid_t pid = fork();
-		if (pid < 0)
-			return -1;
-		if (pid == 0) {
-			close(t[1]);
-			close(res[0]);
-			signal(SIGINT, SIG_IGN);  /* the parent decides when to stop */
-			worker(path, sw, (uint32_t)i, t[0], res[1]);
-		}
-		close(t[0]);
-		p->pid[i] = pid;
-		p->task[i] = t[1];
-		p->n++;
-	}
-	close(res[1]);
-	return 0;
-}
-
-static void pool_stop(struct pool *p)
-{
-	for (int i = 0; i < p->n; i++)
-		close(p->task[i]);
-	for (int i = 0; i < p->n; i++)
-		waitpid(p->pid[i], NULL, 0);
-	close(p->results);
+	(void)ctx;
+	r->point = *(const uint32_t *)task;
+	r->status = 3;
+	set_reason(r, why);
+	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+		r->fig[i] = NAN;
 }
 
 /* ---- output -------------------------------------------------------------------- */
@@ -334,12 +305,15 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 	}
 }
 
-/* A JSON string: quotes, backslashes and control bytes escaped. */
+/* A JSON string: quotes and backslashes escaped, control bytes dropped
+ * (sim_json_escape), whole however long: an escape takes two bytes. */
 static void json_str(FILE *f, const char *s)
 {
-	char buf[1600];
-	sim_json_escape(s, buf, sizeof(buf));
+	size_t len = 2 * strlen(s) + 4;   /* it keeps 3 bytes spare */
+	char *buf = xmalloc(len);
+	sim_json_escape(s, buf, len);
 	fprintf(f, "\"%s\"", buf);
+	free(buf);
 }
 
 static const char *const fig_names[SIM_STORE_POINT_FIGURES] = {
@@ -414,25 +388,74 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 
 /* ---- the command ------------------------------------------------------------------ */
 
-/* Signature: everything that defines the points, to find the sweep again. */
-static char *signature(const char *path, const struct sweep *sw)
+/* The sweep as text, for people: the scenario, --set and --vary as given
+ * (the vary column of sweeps). */
+static char *sweep_text(const char *path, const struct sweep *sw)
 {
 	size_t cap = 4096, n = 0;
 	char *s = xmalloc(cap);
 	n += (size_t)snprintf(s, cap, "%s", path);
 	for (size_t i = 0; i < sw->nbase; i++) {
-		if (n + strlen(sw->base[i]) + 8 >= cap)
+		while (n + strlen(sw->base[i]) + 8 >= cap)
 			s = xrealloc(s, cap *= 2);
 		n += (size_t)snprintf(s + n, cap - n, " --set %s", sw->base[i]);
 	}
 	for (unsigned k = 0; k < sw->nvary; k++)
 		for (unsigned v = 0; v < sw->vary[k].n; v++) {
-			if (n + strlen(sw->vary[k].key) + strlen(sw->vary[k].values[v]) + 16 >= cap)
+			while (n + strlen(sw->vary[k].key) + strlen(sw->vary[k].values[v]) + 16 >= cap)
 				s = xrealloc(s, cap *= 2);
 			n += (size_t)snprintf(s + n, cap - n, "%s%s=%s", v ? "," : " --vary ",
 					      v ? "" : sw->vary[k].key, sw->vary[k].values[v]);
 		}
 	return s;
+}
+
+/* A growing signature: fields as netstrings. */
+struct sig {
+	char *s;
+	size_t n, cap;
+};
+
+/* Append "LEN:BYTES,": a field's length comes before it, so no text in a
+ * field (a comma, an '=', a space) can end it or start the next. */
+static void sig_field(struct sig *g, const char *field)
+{
+	size_t len = strlen(field);
+	while (g->n + len + 32 >= g->cap)
+		g->s = xrealloc(g->s, g->cap = g->cap ? 2 * g->cap : 1024);
+	g->n += (size_t)snprintf(g->s + g->n, g->cap - g->n, "%zu:%s,", len, field);
+}
+
+static void sig_count(struct sig *g, size_t n)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%zu", n);
+	sig_field(g, buf);
+}
+
+/*
+ * The signature that finds a sweep again: the format, the scenario file's
+ * SHA-256 (its content, not its path: an edited scenario is a new sweep, a
+ * moved one the same), then the --set overrides and each varied key with
+ * its values, every list preceded by its length. Two sweeps share it only
+ * when they run the same points on the same file.
+ */
+static char *signature(const char *sha, const struct sweep *sw)
+{
+	struct sig g = { 0 };
+	sig_field(&g, "clustersim-sweep-2");
+	sig_field(&g, sha);
+	sig_count(&g, sw->nbase);
+	for (size_t i = 0; i < sw->nbase; i++)
+		sig_field(&g, sw->base[i]);
+	sig_count(&g, sw->nvary);
+	for (unsigned k = 0; k < sw->nvary; k++) {
+		sig_field(&g, sw->vary[k].key);
+		sig_count(&g, sw->vary[k].n);
+		for (unsigned v = 0; v < sw->vary[k].n; v++)
+			sig_field(&g, sw->vary[k].values[v]);
+	}
+	return g.s;
 }
 
 static void store_result(struct sim_store *st, int64_t id, const struct sweep *sw,
@@ -452,7 +475,6 @@ static void store_result(struct sim_store *st, int64_t id, const struct sweep *s
 		fprintf(stderr, "clustersim sweep: --db: %s\n", sim_store_error(st));
 }
 
-/* Hand out the points not yet stored; collect and store the results. */
 /* What run_all keeps while results come in, from workers or MPI ranks. */
 struct collect {
 	const struct sweep *sw;
@@ -465,7 +487,7 @@ struct collect {
 
 static void collect_result(void *ctx, const void *result)
 {
-	struct collect *c = ctx;
+	struct collect *c = ((const struct serve *)ctx)->collect;
 	const struct result *r = result;
 	c->pts[r->point].r = *r;
 	c->pts[r->point].done = 1;
@@ -474,39 +496,9 @@ static void collect_result(void *ctx, const void *result)
 	progress(++c->done, c->todo, c->t0);
 }
 
-/* Run the queue on the forked workers; the number of results. */
-static int run_local(struct cli_args *a, const char *path, const struct sweep *sw,
-		     const uint32_t *queue, uint32_t todo, int jobs, struct collect *c)
-{
-	uint32_t next = 0;
-	if (jobs > (int)todo)
-		jobs = todo ? (int)todo : 1;
-	struct pool pool;
-	if (todo && pool_start(&pool, jobs, path, sw) < 0)
-		return cli_error(a, CLI_FAIL, "cannot start workers: %s", strerror(errno));
-	for (int w = 0; w < pool.n && next < todo; w++, next++)
-		if (write(pool.task[w], &queue[next], sizeof(uint32_t)) < 0)
-			break;
-	while (c->done < todo) {
-		struct result r;
-		ssize_t got = read(pool.results, &r, sizeof(r));
-		if (got != (ssize_t)sizeof(r)) {
-			if (got < 0 && errno == EINTR && !interrupted)
-				continue;
-			break;
-		}
-		collect_result(c, &r);
-		if (next < todo && !interrupted &&
-		    write(pool.task[r.worker], &queue[next], sizeof(uint32_t)) > 0)
-			next++;
-		else if (interrupted && c->done == next)
-			break;
-	}
-	if (todo)
-		pool_stop(&pool);
-	return CLI_OK;
-}
-
+/* Hand out the points not yet stored to the pool (forked workers, or MPI
+ * ranks); collect and store their results; fill in the points earlier runs
+ * stored. */
 static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store *st, int64_t id,
 		   struct point_out *pts, int jobs, double t0)
 {
@@ -516,18 +508,16 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 		if (!(st && sim_store_sweep_has(st, id, i)))
 			queue[todo++] = i;
 	struct collect c = { .sw = sw, .st = st, .id = id, .pts = pts, .todo = todo, .t0 = t0 };
-	int rc = CLI_OK;
-	if (mp_size() > 1) {  /* the other MPI ranks are the workers */
-		struct result r;
-		mp_dispatch(queue, todo, sizeof(uint32_t), &r, sizeof(r), collect_result, &c,
-			    &interrupted);
-	} else {
-		rc = run_local(a, a->pos[0], sw, queue, todo, jobs, &c);
-	}
+	struct serve sv = { .path = a->pos[0], .sw = sw, .collect = &c };
+	const struct pool_job job = {
+		.task_size = sizeof(uint32_t), .result_size = sizeof(struct result),
+		.run = serve_point, .lost = lost_point, .done = collect_result, .ctx = &sv,
+	};
+	struct pool_stats ps;
+	int rc = pool_run(&job, queue, todo, jobs, &interrupted, &ps);
 	free(queue);
-	if (rc != CLI_OK)
-		return rc;
-	uint32_t done = c.done;
+	if (rc < 0)
+		return cli_error(a, CLI_FAIL, "cannot start workers: %s", strerror(errno));
 	/* Points of earlier runs of this sweep come from the database. */
 	for (uint32_t i = 0; st && i < total; i++) {
 		char status[32];
@@ -543,8 +533,42 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 	}
 	if (interrupted)
 		return cli_error(a, 130, "interrupted after %u of %u points; run the same command "
-				 "again to resume%s", done, todo, st ? "" : " (with --db)");
-	return done == todo ? CLI_OK : cli_error(a, CLI_FAIL, "a worker stopped early");
+				 "again to resume%s", ps.done, todo, st ? "" : " (with --db)");
+	if (ps.done < todo)
+		return cli_error(a, CLI_FAIL, "no worker could be restarted: %u of %u points not "
+				 "run (%s)", todo - ps.done, todo, strerror(errno));
+	return CLI_OK;
+}
+
+/*
+ * The exit code of a sweep whose points all have a result (this run's or
+ * stored ones): 0 when at least one point is ok and none failed; 1, said on
+ * stderr, when some point failed (its simulation could not finish, or its
+ * worker died) or none is ok. no_fit and invalid points are answers, not
+ * failures.
+ */
+static int sweep_outcome(struct cli_args *a, const struct sweep *sw, const struct point_out *pts)
+{
+	uint32_t count[4] = { 0 };
+	for (uint32_t i = 0; i < sw->npoints; i++)
+		if (pts[i].done)
+			count[pts[i].r.status]++;
+	if (count[3])
+		return cli_error(a, CLI_FAIL, "%u of %u points failed (status failed, with the "
+				 "reason)", count[3], sw->npoints);
+	if (!count[0])
+		return cli_error(a, CLI_FAIL, "no point of %u ran: %u no_fit, %u invalid",
+				 sw->npoints, count[1], count[2]);
+	return CLI_OK;
+}
+
+static void sweep_free(struct sweep *sw, char *fid)
+{
+	for (unsigned k = 0; k < sw->nvary; k++)
+		for (unsigned v = 0; v < sw->vary[k].n; v++)
+			free(sw->vary[k].values[v]);
+	free(sw->base);
+	free(fid);
 }
 
 static int sweep_run(struct cli_args *a)
@@ -562,15 +586,18 @@ static int sweep_run(struct cli_args *a)
 	sw.base = xcalloc((size_t)nsets + 1, sizeof(char *));
 	for (int k = 0; k < nsets; k++)
 		sw.base[sw.nbase++] = sets[k];
-	char fid[64];
-	if (cli_has(a, "fidelity")) {
-		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
-		sw.base[sw.nbase++] = fid;
-	}
-	/* The file must be readable and every varied key must exist; a point
-	 * whose values make the layout invalid is kept with its reason. */
+	char *fid = NULL;
+	if (cli_has(a, "fidelity"))
+		sw.base[sw.nbase++] = fid = xasprintf("sim.fidelity=%s", cli_str(a, "fidelity", ""));
+	/* The file must be a readable file (every point reads it again, so not
+	 * a pipe) and every varied key must exist; a point whose values make
+	 * the layout invalid is kept with its reason. */
+	struct stat sb;
 	if (rc == CLI_OK && access(a->pos[0], R_OK) != 0)
 		rc = cli_error(a, CLI_BADINPUT, "%s: cannot read: %s", a->pos[0], strerror(errno));
+	else if (rc == CLI_OK && (stat(a->pos[0], &sb) != 0 || !S_ISREG(sb.st_mode)))
+		rc = cli_error(a, CLI_BADINPUT, "%s: not a regular file (each point of a sweep "
+			       "reads the scenario again)", a->pos[0]);
 	for (unsigned k = 0; rc == CLI_OK && k < sw.nvary; k++)
 		if (!scn_key_known(sw.vary[k].key))
 			rc = cli_error(a, CLI_BADINPUT, "option --vary: unknown key %s (see "
@@ -578,26 +605,31 @@ static int sweep_run(struct cli_args *a)
 	if (rc == CLI_OK && mp_size() > 1 && mp_rank() > 0) {
 		/* An MPI rank other than 0: run the points rank 0 hands out. */
 		struct serve sv = { .path = a->pos[0], .sw = &sw };
-		struct result r;
-		uint32_t point;
+		const struct pool_job job = {
+			.task_size = sizeof(uint32_t), .result_size = sizeof(struct result),
+			.run = serve_point, .lost = lost_point, .ctx = &sv,
+		};
 		signal(SIGINT, SIG_IGN);  /* rank 0 decides when to stop */
-		mp_serve(&point, sizeof(point), &r, sizeof(r), serve_point, &sv);
-		for (unsigned k = 0; k < sw.nvary; k++)
-			for (unsigned v = 0; v < sw.vary[k].n; v++)
-				free(sw.vary[k].values[v]);
-		free(sw.base);
+		pool_serve(&job);
+		sweep_free(&sw, fid);
 		return CLI_OK;
 	}
 	struct sim_store *st = NULL;
 	int64_t id = 0;
 	int resumed = 0;
 	if (rc == CLI_OK && cli_has(a, "db")) {
-		char *sig = signature(a->pos[0], &sw);
-		if ((rc = cli_store_open(a, cli_str(a, "db", ""), &st)) != CLI_OK)
-			;
-		else if ((id = sim_store_sweep_open(st, sig, a->line, a->pos[0], sig, &resumed)) < 0)
+		char sha[72] = "sha256:";
+		if (sha256_file(a->pos[0], sha + 7) < 0)
+			rc = cli_error(a, CLI_BADINPUT, "%s: cannot read: %s", a->pos[0],
+				       strerror(errno));
+		else
+			rc = cli_store_open(a, cli_str(a, "db", ""), &st);
+		char *sig = signature(sha, &sw), *text = sweep_text(a->pos[0], &sw);
+		if (rc == CLI_OK &&
+		    (id = sim_store_sweep_open(st, sig, a->line, a->pos[0], text, &resumed)) < 0)
 			rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 		free(sig);
+		free(text);
 		if (rc == CLI_OK && resumed)
 			fprintf(stderr, "clustersim sweep: resuming sweep %lld\n", (long long)id);
 	}
@@ -620,10 +652,9 @@ static int sweep_run(struct cli_args *a)
 		if (cli_has(a, "csv"))
 			rc = write_csv(a, &sw, pts);
 	}
-	for (unsigned k = 0; k < sw.nvary; k++)
-		for (unsigned v = 0; v < sw.vary[k].n; v++)
-			free(sw.vary[k].values[v]);
-	free(sw.base);
+	if (rc == CLI_OK)
+		rc = sweep_outcome(a, &sw, pts);
+	sweep_free(&sw, fid);
 	free(pts);
 	sim_store_close(st);
 	return rc;
@@ -637,12 +668,19 @@ const struct cli_cmd cli_cmd_sweep = {
 	.description =
 		"Each point is the scenario with --set and the point's values applied (the last\n"
 		"--vary varies fastest), simulated like `clustersim run` by one of N worker\n"
-		"processes. Points that do not fit in memory or are not valid layouts are kept\n"
-		"with their reason. With --db the sweep and every point are stored (tables\n"
-		"sweeps, sweep_points, sweep_values; docs/schema.md); running the same command\n"
-		"into the same database resumes it, skipping the points already stored. A\n"
-		"progress bar goes to stderr when it is a terminal. --json prints {\"sweep\",\n"
-		"\"points\": [{\"point\", \"values\", \"status\", \"reason\", figures...}], \"wall_s\"}.\n"
+		"processes (one with -j 1: a point never runs in the sweep's own process).\n"
+		"Points that do not fit in memory or are not valid layouts are kept with their\n"
+		"reason (no_fit, invalid); a point whose simulation cannot finish, or whose\n"
+		"worker dies (an abort, a signal such as the OOM killer's SIGKILL), is kept as\n"
+		"failed with the reason or the signal, and the sweep goes on with a new\n"
+		"worker. With --db the sweep and every point are stored (tables sweeps,\n"
+		"sweep_points, sweep_values; docs/schema.md); running the same command on a\n"
+		"scenario file of the same content into the same database resumes it, skipping\n"
+		"the points already stored, failed ones too. A progress bar goes to stderr\n"
+		"when it is a terminal. --json prints {\"sweep\", \"points\": [{\"point\",\n"
+		"\"values\", \"status\", \"reason\", figures...}], \"wall_s\"}. Exit codes: 0 when\n"
+		"at least one point is ok and none failed; 1 when some point failed or none is\n"
+		"ok (the table and the database still hold every point); 2 for bad input.\n"
 		"Ctrl-C stops handing out points, stores those in flight and exits 130.",
 	.opts = sweep_opts,
 	.run = sweep_run,

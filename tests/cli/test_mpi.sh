@@ -2,7 +2,8 @@
 # test_mpi.sh - sweep and plan over MPI ranks (./configure --with-mpi).
 # With a clustersim built with MPI: a 2-rank mpirun sweep (oversubscribed,
 # as root where needed) stores exactly the points of the same sweep run
-# with -j 2, a rerun resumes, a 3-rank plan prints the same JSON as -j 2,
+# with -j 2, a rerun resumes, a point whose process is killed is stored
+# failed, a 3-rank plan prints the same JSON as -j 2,
 # and other commands refuse to run under mpirun. With one built without
 # MPI: `version` says so and sweep, plan and run refuse to run under a
 # launcher (exit 2) rather than run the whole job in every rank. `make check` runs
@@ -46,6 +47,19 @@ n=$(sqlite3 "$T/m.db" "SELECT count(*) FROM sweep_points WHERE status = 'ok'")
 $MPIRUN -n 2 "$CS" sweep "$LESSON" $V --db "$T/m.db" >"$T/out" 2>"$T/err" &&
 	grep -q "resuming sweep 1" "$T/err" && [ "$(rows "$T/m.db")" = "$(rows "$T/j.db")" ] &&
 	ok "a rerun under mpirun resumes" || bad "MPI resume: $(tail -3 "$T/err")"
+
+# A point whose process is killed (the test hook, tools/pool.h) is stored
+# as failed with the signal, the others ok, exit non-zero: each rank runs
+# its points in a forked child.
+# shellcheck disable=SC2086 # words
+CLUSTERSIM_TEST_CRASH=4:KILL $MPIRUN -x CLUSTERSIM_TEST_CRASH -n 3 "$CS" sweep "$LESSON" $V \
+	--db "$T/c.db" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc != 0 ] && [ "$(sqlite3 "$T/c.db" "SELECT status || '|' || reason FROM sweep_points WHERE point = 4")" = \
+	"failed|its worker was killed by signal 9 (SIGKILL)" ] &&
+	[ "$(sqlite3 "$T/c.db" "SELECT count(*) FROM sweep_points WHERE status = 'ok'")" = 8 ] &&
+	ok "a point killed under mpirun is stored failed with SIGKILL, the 8 others ok" ||
+	bad "MPI crash: exit $rc: $(sqlite3 "$T/c.db" "SELECT point, status, reason FROM sweep_points") $(tail -3 "$T/err")"
 
 P=$SRC/scenarios/llama3-8b-cp8-128k.yaml
 strip() { sed -e 's/"screened_per_s":[0-9.e+-]*,"wall_s":[0-9.e+-]*//' "$1"; }
