@@ -74,10 +74,8 @@ static int job_index(const char *key, const char **rest)
 static int whole(const char *where, const char *key, const char *v, uint32_t min, uint32_t max,
 		 uint32_t *out, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (!isdigit((unsigned char)v[0]) || *end || errno || n < min || n > max)
+	unsigned long long n;
+	if (sim_whole_parse(v, max, &n, NULL, 0) < 0 || n < min)
 		return sim_errf(err, errlen, "%s: %s: expected a whole number from %u to %u, got '%s'",
 				where, key, min, max, v);
 	*out = (uint32_t)n;

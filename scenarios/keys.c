@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,15 +234,13 @@ static const struct key *key_find(const char *name)
 	return NULL;
 }
 
-/* A whole number in [min, max] without unit. */
+/* A whole number in [min, max] without unit (sim_whole_parse's grammar:
+ * decimal, "1e6" allowed, no hexadecimal). */
 static int parse_whole(const struct key *k, const char *v, unsigned long long *out,
 		       char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	/* strtoull takes blanks and a minus sign; a count starts with a digit */
-	if (!isdigit((unsigned char)v[0]) || end == v || *end || errno ||
+	unsigned long long n;
+	if (sim_whole_parse(v, ULLONG_MAX, &n, NULL, 0) < 0 ||
 	    (k->max > 0 && (n < k->min || n > k->max)))
 		return k->max > 0 ? sim_errf(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
 					 "got '%s'", k->name, k->min, k->max, v)
@@ -251,14 +250,13 @@ static int parse_whole(const struct key *k, const char *v, unsigned long long *o
 	return 0;
 }
 
+/* A plain number in [min, max] (sim_number_parse's decimal grammar). */
 static int parse_plain(const struct key *k, const char *v, double *out, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
-		return sim_errf(err, errlen, "%s: expected a number from %g to %g, got '%s'", k->name,
-			    k->min, k->max, v);
+	double x;
+	if (sim_number_parse(v, &x, NULL, 0) < 0 || !(x >= k->min && x <= k->max))
+		return sim_errf(err, errlen, "%s: expected a decimal number from %g to %g, got '%s'",
+			    k->name, k->min, k->max, v);
 	*out = x;
 	return 0;
 }
@@ -307,9 +305,8 @@ static int parse_units(const struct key *k, const char *v, double *out, char *er
 /* compute.efficiency: a flat number in (0, 1], or the name of a table. */
 static int parse_eff(struct scn *s, const struct key *k, const char *v, char *err, size_t errlen)
 {
-	char *end;
-	double x = strtod(v, &end);
-	if (end != v && !*end) {
+	double x;
+	if (sim_number_parse(v, &x, NULL, 0) == 0) {
 		if (!(x > 0 && x <= 1))
 			return sim_errf(err, errlen, "%s: expected a flat efficiency in (0, 1] or a "
 				    "calibration table name, got '%s'", k->name, v);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "sim/units.h"
 #include "sim/util.h"
 
 /* State of the libcsv callbacks while one file is read. */
@@ -171,10 +172,9 @@ int sheet_pos(const struct sheet *sh, size_t row, int col, double *out, char *er
 	      size_t errlen)
 {
 	const char *s = sheet_cell(sh, row, col);
-	char *end;
-	double v = strtod(s, &end);
+	double v;
 
-	if (end == s || *end || !isfinite(v))
+	if (sim_number_parse(s, &v, NULL, 0) < 0)
 		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a number, got '%s'",
 			    sh->path, sh->line[row], sh->head[col], s);
 	if (v <= 0)

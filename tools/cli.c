@@ -198,10 +198,14 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
 	int i = must_index(a, name);
 	if (!a->given[i])
 		return 0;
-	char *end;
-	errno = 0;
-	long long v = strtoll(a->val[i], &end, 10);
-	if (end == a->val[i] || *end || errno || v < min || v > max) {
+	unsigned long long n;
+	long long v = 0;
+	BUG_ON(min < 0 || max < min);
+	if (sim_whole_parse(a->val[i], (unsigned long long)max, &n, NULL, 0) == 0)
+		v = (long long)n;
+	else
+		v = min - 1;  /* refused below */
+	if (v < min) {
 		char on[80];
 		cli_error(a, CLI_BADINPUT, "option %s: expected a whole number from %lld to %lld, "
 			  "got '%s'", opt_name(&a->cmd->opts[i], on, sizeof(on)), min, max, a->val[i]);
