@@ -295,17 +295,17 @@ int scn_load_jobs(struct scn_jobs *js, const char *path, const char *const *sets
 {
 	struct scn_kvs kv = { 0 };
 	*js = (struct scn_jobs){ 0 };
-	int rc = scn_yaml_read(path, &kv, err, errlen);
+	int rc = scn_yaml_read(path, &kv, err, errlen);  /* read once: a pipe works */
 	if (rc == 0 && kv.jobs_line)
 		rc = load_jobs(js, path, &kv, sets, nsets, err, errlen);
+	else if (rc == 0)  /* one job */
+		rc = scn_load_one(&js->top, path, &kv, sets, nsets, SCN_CHECK_ALL, err, errlen);
 	scn_kvs_free(&kv);
 	if (rc < 0) {
 		scn_jobs_free(js);
 		return -1;
 	}
-	if (js->n)
-		return 0;
-	return scn_load(&js->top, path, sets, nsets, err, errlen);  /* one job */
+	return 0;
 }
 
 void scn_jobs_free(struct scn_jobs *js)

@@ -46,6 +46,8 @@ struct key {
 };
 
 #define OFF(f) offsetof(struct scn, f)
+/* A text key's max: its field's size, the NUL included. */
+#define TEXT_MAX(f) sizeof(((struct scn *)0)->f)
 #define ALGO_OFF(op) (OFF(parallel.algo) + (op) * sizeof(const struct sim_coll_algo *))
 
 static const char *const activations[] = { "gelu", "swiglu", NULL };
@@ -65,10 +67,10 @@ static const struct key keys[] = {
 	/* model */
 	{ "model.preset", KT_PRESET, OFF(model.preset), 0, 0, NULL, NULL,
 	  "model preset to start from (scenarios/models/NAME.yaml)" },
-	{ "model.description", KT_TEXT, OFF(model.description), 0, 128, "", NULL,
-	  "one line saying what the model is" },
-	{ "model.source", KT_TEXT, OFF(model.source), 0, 512, "", NULL,
-	  "where the model's shape comes from" },
+	{ "model.description", KT_TEXT, OFF(model.description), 0, TEXT_MAX(model.description), "",
+	  NULL, "one line saying what the model is (at most 127 characters)" },
+	{ "model.source", KT_TEXT, OFF(model.source), 0, TEXT_MAX(model.source), "", NULL,
+	  "where the model's shape comes from (at most 511 characters)" },
 	{ "model.layers", KT_COUNT, OFF(model.layers), 1, 100000, NULL, NULL,
 	  "transformer layers L" },
 	{ "model.hidden", KT_COUNT, OFF(model.hidden), 1, BIG, NULL, NULL, "hidden size h" },
@@ -218,6 +220,9 @@ static const struct key keys[] = {
 	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };
+
+_Static_assert(TEXT_MAX(model.description) == 128 && TEXT_MAX(model.source) == 512,
+	       "the help of model.description and model.source says 127 and 511 characters");
 
 static const char *const kt_value[] = {
 	[KT_COUNT] = "integer", [KT_NUMBER] = "number", [KT_BYTES] = "size", [KT_TIME] = "time",
@@ -376,6 +381,9 @@ static int key_set(struct scn *s, const struct key *k, const char *v, char *err,
 	case KT_EFF:
 		return parse_eff(s, k, v, err, errlen);
 	case KT_TEXT:
+		if (strlen(v) >= (size_t)k->max)
+			return sim_errf(err, errlen, "%s: at most %.0f characters, got %zu", k->name,
+					k->max - 1, strlen(v));
 		snprintf(f, (size_t)k->max, "%s", v);
 		return 0;
 	}

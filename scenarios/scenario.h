@@ -52,6 +52,16 @@ struct scn {
 				   * folder if it has the table, else the data folder */
 };
 
+/* Largest scenario file read (a pipe of /dev/zero must not fill memory). */
+#define SCN_MAX_FILE_BYTES (64 << 20)
+
+/*
+ * Read the file at path once, whole, into *buf (NUL-terminated, len bytes
+ * before it; the caller frees it): a pipe or a FIFO reads like a file.
+ * 0, or -1 with err (unreadable, or longer than SCN_MAX_FILE_BYTES).
+ */
+int scn_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
+
 /* Longest error message. */
 #define SCN_ERRLEN 1024
 

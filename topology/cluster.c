@@ -33,8 +33,8 @@ struct key_def {
 static const struct key_def keys[] = {
 	{ "topology", K_TOPOLOGY, OFF(kind), 0, 0,
 	  "ideal (a link per rank pair) or fattree (NVLink nodes on a rail-optimised fat tree)" },
-	{ "description", K_TEXT, OFF(description), 0, 0, "one line saying what the cluster is" },
-	{ "source", K_TEXT, OFF(source), 0, 0, "where the numbers come from" },
+	{ "description", K_TEXT, OFF(description), 0, 0, "one line saying what the cluster is (at most 127 characters)" },
+	{ "source", K_TEXT, OFF(source), 0, 0, "where the numbers come from (at most 511 characters)" },
 	{ "gpu", K_GPU, OFF(gpu), 0, 0, "GPU preset of every rank" },
 	{ "nodes", K_COUNT, OFF(nodes), 1, TOPO_MAX_RANKS, "number of nodes" },
 	{ "gpus_per_node", K_COUNT, OFF(gpus_per_node), 1, 1024,
@@ -62,6 +62,10 @@ static const struct key_def keys[] = {
 	{ "pcie.bandwidth", K_RATE, OFF(pcie_bw_Bps), 0, 0,
 	  "host to GPU bandwidth per direction" },
 };
+
+_Static_assert(sizeof(((struct topo_config *)0)->description) == 128 &&
+	       sizeof(((struct topo_config *)0)->source) == 512,
+	       "the help of cluster.description and cluster.source says 127 and 511 characters");
 
 static const char *const key_values[] = {
 	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
@@ -148,10 +152,14 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 				    value);
 		cfg->kind = strcmp(value, "ideal") ? TOPO_FATTREE : TOPO_IDEAL;
 		return 0;
-	case K_TEXT:
-		snprintf(base + k->off, k->off == OFF(source) ? sizeof(cfg->source)
-							   : sizeof(cfg->description), "%s", value);
+	case K_TEXT: {
+		size_t cap = k->off == OFF(source) ? sizeof(cfg->source) : sizeof(cfg->description);
+		if (strlen(value) >= cap)
+			return sim_errf(err, errlen, "cluster.%s: at most %zu characters, got %zu",
+					k->name, cap - 1, strlen(value));
+		snprintf(base + k->off, cap, "%s", value);
 		return 0;
+	}
 	case K_FAULTS: {
 		struct topo_fault f[TOPO_MAX_FAULTS];
 		size_t n;
