@@ -4,6 +4,7 @@
  */
 #include "collectives/nccl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
@@ -291,8 +292,13 @@ int nccl_log_parse(struct nccl_log *log, const char *name, const char *buf, size
 			}
 			continue;
 		}
-		if (!have_cols || !starts_with_number(line, n))
-			continue;  /* NCCL INFO/WARN lines, notes before the table */
+		/* A row starts with its size: a number, or a word that starts
+		 * with a digit in a line of the header's width (a malformed size,
+		 * an error below). NCCL INFO/WARN lines (host:pid:tid ...) and
+		 * notes before the table are skipped. */
+		if (!have_cols || !(starts_with_number(line, n) ||
+				    (isdigit((unsigned char)tok[0][0]) && nt == col.n)))
+			continue;
 		if (nt != col.n) {
 			rc = sim_errf(err, errlen, "%s:%d: %d columns: expected %d, as in the "
 				      "table's header", name, lineno, nt, col.n);
