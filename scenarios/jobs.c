@@ -27,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/jobs.h"
 #include "scenarios/scn-int.h"
 #include "sim/units.h"
+
+_Static_assert(PAR_JOBS_MAX_STEPS == 10000, "the help of a job's start says 10,000 steps");
 
 /* The keys of a job item besides its sections; help for docs/scenario.md. */
 static const struct {
@@ -41,7 +44,9 @@ static const struct {
 	{ "first_node", "integer", "after the previous job's",
 	  "its first node on the cluster (node 0 is ranks 0 to gpus_per_node - 1)" },
 	{ "start", "time", "0",
-	  "when its first step starts, together with the others (their phases' alignment)" },
+	  "when its first step starts, together with the others (their phases' alignment); "
+	  "from 0 to 1 day, and no job may run more than about 10,000 steps together while "
+	  "the others wait for a late one (refused before the run together)" },
 };
 
 /* Sections a job may set, and the whole cluster's. */

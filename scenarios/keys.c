@@ -107,7 +107,8 @@ static const struct key keys[] = {
 	{ "training.seq", KT_COUNT, OFF(training.seq), 1, BIG, NULL, NULL,
 	  "sequence length s, tokens" },
 	{ "training.global_batch", KT_COUNT, OFF(training.global_batch), 1, BIG, NULL, NULL,
-	  "sequences per step, all replicas together" },
+	  "sequences per step, all replicas together; at most 4096 micro-batches per replica "
+	  "(global_batch / dp / micro_batch)" },
 	{ "training.micro_batch", KT_COUNT, OFF(training.micro_batch), 1, BIG, "1", NULL,
 	  "sequences per micro-batch b" },
 	{ "training.precision", KT_ENUM, OFF(training.precision), 0, 0, "bf16", precisions,
@@ -221,6 +222,7 @@ static const struct key keys[] = {
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };
 
+_Static_assert(SCN_MAX_MICRO_BATCHES == 4096, "the help of training.global_batch says 4096");
 _Static_assert(TEXT_MAX(model.description) == 128 && TEXT_MAX(model.source) == 512,
 	       "the help of model.description and model.source says 127 and 511 characters");
 

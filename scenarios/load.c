@@ -439,6 +439,14 @@ static int check_batch(const struct scn *s, char *err, size_t errlen)
 	if (per % t->micro_batch)
 		return sim_errf(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
 			    "of each replica (global_batch / dp)", t->micro_batch, per);
+	/* Each micro-batch is ops in every program: memory and time grow with
+	 * their count, so it is bounded. */
+	if (per / t->micro_batch > SCN_MAX_MICRO_BATCHES)
+		return sim_errf(err, errlen, "training.global_batch: %u sequences over %u replicas "
+				"of micro-batches of %u are %u micro-batches per replica: at most %u "
+				"(raise training.micro_batch or the data-parallel size)",
+				t->global_batch, dp, t->micro_batch, per / t->micro_batch,
+				SCN_MAX_MICRO_BATCHES);
 	return check_pipeline(s, per / t->micro_batch, err, errlen);
 }
 

@@ -52,6 +52,11 @@ struct scn {
 				   * folder if it has the table, else the data folder */
 };
 
+/* Most micro-batches per data-parallel replica in one step (global_batch /
+ * dp / micro_batch): each is ops in every program, about 4 KB and 0.2 ms
+ * per layer to build and run (a 24-layer model: 0.4 GB at the bound). */
+#define SCN_MAX_MICRO_BATCHES 4096u
+
 /* Largest scenario file read (a pipe of /dev/zero must not fill memory). */
 #define SCN_MAX_FILE_BYTES (64 << 20)
 

@@ -55,6 +55,34 @@ int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 	return code;
 }
 
+int cli_fold_option(const struct cli_args *a, const char *option, const char *key,
+		    const char **sets, size_t *n)
+{
+	if (!cli_has(a, option))
+		return CLI_OK;
+	const char *v = cli_str(a, option, "");
+	struct scn *s = xcalloc(1, sizeof(*s));  /* a scratch scenario: one key set */
+	char err[SCN_ERRLEN];
+	int rc = scn_set(s, key, v, err, sizeof(err));
+	free(s);
+	if (rc < 0) {
+		size_t k = strlen(key);  /* "sim.steps: why" reads "option --steps: why" */
+		const char *why = !strncmp(err, key, k) && !strncmp(err + k, ": ", 2) ? err + k + 2
+										    : err;
+		return cli_error(a, CLI_BADINPUT, "option --%s: %s", option, why);
+	}
+	sets[(*n)++] = xasprintf("%s=%s", key, v);
+	return CLI_OK;
+}
+
+void cli_warn_scenario(const struct cli_args *a, const struct scn *s, const char *label)
+{
+	if (!s->warnings[0] || mp_rank() > 0)
+		return;
+	fprintf(stderr, "clustersim %s: warning: %s: %s\n", a->cmd->name,
+		label ? label : *s->path ? s->path : "--set", s->warnings);
+}
+
 static int opt_index(const struct cli_cmd *cmd, const char *name)
 {
 	for (int i = 0; cmd->opts[i].name; i++)

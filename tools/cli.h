@@ -98,6 +98,21 @@ int cli_units(const struct cli_args *a, const char *name, double *out);
 int cli_count(const struct cli_args *a, const char *name, long long min, long long max,
 	      long long *out);
 
+/*
+ * An option that stands for a scenario key (--steps for sim.steps): check
+ * its value as the key would, naming the option the user typed in the
+ * error ("option --steps: expected a whole number from 1 to 100000, got
+ * '0'"), and append "KEY=VALUE" to sets[*n] (allocated: the caller frees
+ * it). Nothing when the option is not given. CLI_OK or CLI_BADINPUT.
+ */
+int cli_fold_option(const struct cli_args *a, const char *option, const char *key,
+		    const char **sets, size_t *n);
+
+/* Print what a scenario's validation let pass but should say (its
+ * warnings, e.g. parallel.tp_across_nodes) to stderr. */
+struct scn;
+void cli_warn_scenario(const struct cli_args *a, const struct scn *s, const char *label);
+
 /* Print "clustersim CMD: message" to stderr and return code. */
 int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -564,11 +564,11 @@ static int sweep_run(struct cli_args *a)
 	sw.base = xcalloc((size_t)nsets + 1, sizeof(char *));
 	for (int k = 0; k < nsets; k++)
 		sw.base[sw.nbase++] = sets[k];
-	char fid[64];
-	if (cli_has(a, "fidelity")) {
-		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
-		sw.base[sw.nbase++] = fid;
-	}
+	size_t nbase = sw.nbase;  /* --fidelity checked here, named as typed */
+	if (rc == CLI_OK)
+		rc = cli_fold_option(a, "fidelity", "sim.fidelity", sw.base, &nbase);
+	const char *fid = nbase > sw.nbase ? sw.base[sw.nbase] : NULL;
+	sw.nbase = nbase;
 	/* The file must be readable and every varied key must exist; a point
 	 * whose values make the layout invalid is kept with its reason. */
 	if (rc == CLI_OK && access(a->pos[0], R_OK) != 0)
@@ -588,6 +588,7 @@ static int sweep_run(struct cli_args *a)
 			for (unsigned v = 0; v < sw.vary[k].n; v++)
 				free(sw.vary[k].values[v]);
 		free(sw.base);
+		free((char *)fid);
 		return CLI_OK;
 	}
 	struct sim_store *st = NULL;
@@ -628,6 +629,7 @@ static int sweep_run(struct cli_args *a)
 		for (unsigned v = 0; v < sw.vary[k].n; v++)
 			free(sw.vary[k].values[v]);
 	free(sw.base);
+	free((char *)fid);
 	free(pts);
 	sim_store_close(st);
 	return rc;
