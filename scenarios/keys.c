@@ -321,6 +321,11 @@ static int parse_eff(struct scn *s, const struct key *k, const char *v, char *er
 		s->compute.table[0] = 0;
 		return 0;
 	}
+	char *end;
+	strtod(v, &end);  /* "0x1", "inf": a number in strtod's grammar, not ours */
+	if (*v && end != v && !*end)
+		return sim_errf(err, errlen, "%s: expected a decimal number in (0, 1] or a "
+				"calibration table name, got '%s'", k->name, v);
 	if (!*v || strlen(v) >= sizeof(s->compute.table) || strpbrk(v, "/\\. "))
 		return sim_errf(err, errlen, "%s: expected a number or a table name, got '%s'", k->name, v);
 	s->compute.efficiency = 0;
