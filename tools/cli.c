@@ -65,12 +65,8 @@ int cli_fold_option(const struct cli_args *a, const char *option, const char *ke
 	char err[SCN_ERRLEN];
 	int rc = scn_set(s, key, v, err, sizeof(err));
 	free(s);
-	if (rc < 0) {
-		size_t k = strlen(key);  /* "sim.steps: why" reads "option --steps: why" */
-		const char *why = !strncmp(err, key, k) && !strncmp(err + k, ": ", 2) ? err + k + 2
-										    : err;
-		return cli_error(a, CLI_BADINPUT, "option --%s: %s", option, why);
-	}
+	if (rc < 0)  /* "option --steps: sim.steps: expected ...": the option, then its key */
+		return cli_error(a, CLI_BADINPUT, "option --%s: %s", option, err);
 	sets[(*n)++] = xasprintf("%s=%s", key, v);
 	return CLI_OK;
 }

@@ -101,8 +101,8 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
 /*
  * An option that stands for a scenario key (--steps for sim.steps): check
  * its value as the key would, naming the option the user typed in the
- * error ("option --steps: expected a whole number from 1 to 100000, got
- * '0'"), and append "KEY=VALUE" to sets[*n] (allocated: the caller frees
+ * error ("option --steps: sim.steps: expected a whole number from 1 to
+ * 100000, got '0'"), and append "KEY=VALUE" to sets[*n] (allocated: the caller frees
  * it). Nothing when the option is not given. CLI_OK or CLI_BADINPUT.
  */
 int cli_fold_option(const struct cli_args *a, const char *option, const char *key,
