@@ -272,11 +272,11 @@ int scn_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
 		if (got == 0)
 			break;
 	}
-	int bad = ferror(f);
+	int bad = ferror(f), e = errno;
 	fclose(f);
 	if (bad) {
 		free(b);
-		return sim_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		return sim_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
 	}
 	b[n] = 0;
 	*buf = b;
