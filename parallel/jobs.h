@@ -33,12 +33,13 @@
 #define PAR_MAX_JOBS 16
 
 /*
- * Most steps one job may run in the run together. Jobs keep stepping until
- * the last one has timed its steps, so a job that starts late (start: 1d)
- * would have the others run a million steps first. From the steps alone,
- * each job's count together is estimated before that run (contention
- * lengthens steps, so the count may be somewhat larger); above this bound
- * par_jobs_run refuses with PAR_JOBS_TOO_LONG.
+ * Most steps one job may run in the run together beyond the `steps` it
+ * times. Jobs keep stepping until the last one has timed its steps, so a
+ * job that starts late (start: 1d) would have the others run a million
+ * steps first. From the steps alone, each job's count together is
+ * estimated before that run (contention lengthens steps, so the count may
+ * be somewhat larger); above steps + this bound par_jobs_run refuses with
+ * PAR_JOBS_TOO_LONG.
  */
 #define PAR_JOBS_MAX_STEPS 10000
 #define PAR_JOBS_TOO_LONG (-2)
@@ -66,7 +67,7 @@ struct par_jobs {
 	void *rec_ctx;
 	int (*finish)(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen);
 	/* With several jobs: called with rec_ctx after the runs alone, once the
-	 * run together is known to be within PAR_JOBS_MAX_STEPS, before it
+	 * run together is known to be within its bound, before it
 	 * starts (to open the database only then); -1 stops. May be NULL. */
 	int (*ready)(void *ctx, char *err, size_t errlen);
 };

@@ -45,8 +45,9 @@ static const struct {
 	  "its first node on the cluster (node 0 is ranks 0 to gpus_per_node - 1)" },
 	{ "start", "time", "0",
 	  "when its first step starts, together with the others (their phases' alignment); "
-	  "from 0 to 1 day, and no job may run more than about 10,000 steps together while "
-	  "the others wait for a late one (refused before the run together)" },
+	  "from 0 to 1 day; a start so late that another job would run more than sim.steps + "
+	  "10,000 steps together (estimated from the steps alone) is refused before the run "
+	  "together" },
 };
 
 /* Sections a job may set, and the whole cluster's. */
