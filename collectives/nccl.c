@@ -4,6 +4,7 @@
  */
 #include "collectives/nccl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/units.h"
 #include "sim/util.h"
 
 /* ---- ops ----------------------------------------------------------------------- */
@@ -142,13 +144,26 @@ static int number(const char *s, double *out)
 		*out = 0;
 		return 0;
 	}
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !isfinite(v) || v < 0)
+	double v;
+	if (sim_number_parse(s, &v, NULL, 0) < 0 || v < 0)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* Does the line's first word read as a number (a row of the table)? */
+static int starts_with_number(const char *line, size_t len)
+{
+	char word[64];
+	size_t i = 0, k = 0;
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' &&
+	       k + 1 < sizeof(word))
+		word[k++] = line[i++];
+	word[k] = '\0';
+	double v;
+	return k > 0 && sim_number_parse(word, &v, NULL, 0) == 0;
 }
 
 static int is_integer(const char *s)
@@ -182,9 +197,11 @@ static int parse_row(struct nccl_log *log, const struct columns *c, char **tok, 
 		     size_t *cap, char *err, size_t errlen)
 {
 	struct nccl_row r = { .line = lineno };
-	if (number(tok[c->size], &r.bytes) < 0 || !is_integer(tok[c->size]))
+	unsigned long long bytes;
+	if (sim_whole_parse(tok[c->size], 1ull << 53, &bytes, NULL, 0) < 0)
 		return sim_errf(err, errlen, "%s:%d: size: expected a whole number of bytes, got "
 				"'%s'", log->name, lineno, tok[c->size]);
+	r.bytes = (double)bytes;
 	for (int k = 0; k < 2; k++) {
 		if (c->time[k] < 0)
 			continue;
@@ -232,8 +249,14 @@ int nccl_log_parse(struct nccl_log *log, const char *name, const char *buf, size
 			break;
 		}
 		int nt = tokenize(line, n, words, sizeof(words), tok);
+		if (nt < 0 && have_cols && starts_with_number(line, n)) {
+			rc = sim_errf(err, errlen, "%s:%d: a row of more than %d words or %zu "
+				      "characters: expected %d columns, as in the table's header",
+				      name, lineno, MAX_TOKENS, sizeof(words) - 1, col.n);
+			break;
+		}
 		if (nt <= 0)
-			continue;  /* blank, or too long to be a row or a header */
+			continue;  /* blank, or too long to be a header */
 		if (tok[0][0] == '#') {
 			/* "#  size ..." is the column line; "#size" also reads. */
 			if (!strcmp(tok[0], "#") && nt > 1)
@@ -269,8 +292,13 @@ int nccl_log_parse(struct nccl_log *log, const char *name, const char *buf, size
 			}
 			continue;
 		}
-		if (!have_cols || !is_integer(tok[0]))
-			continue;  /* NCCL INFO/WARN lines, notes before the table */
+		/* A row starts with its size: a number, or a word that starts
+		 * with a digit in a line of the header's width (a malformed size,
+		 * an error below). NCCL INFO/WARN lines (host:pid:tid ...) and
+		 * notes before the table are skipped. */
+		if (!have_cols || !(starts_with_number(line, n) ||
+				    (isdigit((unsigned char)tok[0][0]) && nt == col.n)))
+			continue;
 		if (nt != col.n) {
 			rc = sim_errf(err, errlen, "%s:%d: %d columns: expected %d, as in the "
 				      "table's header", name, lineno, nt, col.n);

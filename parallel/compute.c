@@ -127,10 +127,20 @@ struct par_compute_model {
 	double membound_default;  /* median fraction of the forward rows      */
 };
 
-/* An efficiency must be at most 1: rate above the datasheet figure? */
+/*
+ * A measured efficiency must be at most 1 (a rate above the datasheet
+ * figure?) and at least PAR_MIN_EFFICIENCY: a time so long that the rate
+ * rounds to nothing (a GEMM of 1e308 ms gave 0, whose ratios in the fits are
+ * NaN) is not a measurement.
+ */
+#define PAR_MIN_EFFICIENCY 1e-9
 static int check_eff(const struct sheet *sh, size_t row, double eff, const char *what,
 		     const struct topo_gpu *gpu, char *err, size_t errlen)
 {
+	if (!(eff >= PAR_MIN_EFFICIENCY))
+		return sim_errf(err, errlen, "%s:%zu: %.3g of the %s's datasheet %s: expected a "
+			    "measured time that gives at least %g of it", sh->path, sh->line[row],
+			    eff, gpu->name, what, PAR_MIN_EFFICIENCY);
 	if (eff <= 1)
 		return 0;
 	return sim_errf(err, errlen, "%s:%zu: %.4g times the %s's datasheet %s: the table "

@@ -271,6 +271,36 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 	return 0;
 }
 
+/*
+ * The steps each job runs together, estimated from the steps alone: the run
+ * ends when the last job has timed `steps` of them, about max over jobs of
+ * start + steps x step time; job i runs from its start to then. 0, or
+ * PAR_JOBS_TOO_LONG with err naming the job and the late one.
+ */
+static int steps_bound(const struct par_jobs *js, const struct par_report *alone, char *err,
+		       size_t errlen)
+{
+	uint32_t steps = js->steps ? js->steps : 1;
+	double end = 0;
+	size_t last = 0;
+	for (size_t i = 0; i < js->n; i++) {
+		double e = sim_ps_to_s(js->job[i].start_ps) + steps * alone[i].step_time_s;
+		if (e > end)
+			end = e, last = i;
+	}
+	for (size_t i = 0; i < js->n; i++) {
+		double n = (end - sim_ps_to_s(js->job[i].start_ps)) / alone[i].step_time_s;
+		if (n > (double)steps + PAR_JOBS_MAX_STEPS)
+			return sim_errf(err, errlen, "jobs: job %s (steps of %.3g s alone) would run "
+					"about %.0f steps together until job %s (start %.6g s) has "
+					"timed %u: at most sim.steps + %d; start the jobs closer "
+					"together", js->job[i].name, alone[i].step_time_s, n,
+					js->job[last].name, sim_ps_to_s(js->job[last].start_ps),
+					steps, PAR_JOBS_MAX_STEPS), PAR_JOBS_TOO_LONG;
+	}
+	return 0;
+}
+
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen)
 {
 	if (par_jobs_plan(js, out, err, errlen) < 0)
@@ -285,6 +315,10 @@ int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *e
 		if (rc < 0)
 			sim_errf(err, errlen, "job %s alone: %s", js->job[i].name, why);
 	}
+	if (rc == 0 && js->n > 1)
+		rc = steps_bound(js, out->alone, err, errlen);
+	if (rc == 0 && js->n > 1 && js->ready && js->ready(js->rec_ctx, err, errlen) < 0)
+		rc = -1;
 	if (rc == 0 && js->n > 1) {
 		rc = run_some(js, all, js->n, 1, out->shared, NULL, NULL, out, why, sizeof(why));
 		if (rc < 0)

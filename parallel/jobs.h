@@ -32,6 +32,18 @@
 /* Most jobs in one scenario. */
 #define PAR_MAX_JOBS 16
 
+/*
+ * Most steps one job may run in the run together beyond the `steps` it
+ * times. Jobs keep stepping until the last one has timed its steps, so a
+ * job that starts late (start: 1d) would have the others run a million
+ * steps first. From the steps alone, each job's count together is
+ * estimated before that run (contention lengthens steps, so the count may
+ * be somewhat larger); above steps + this bound par_jobs_run refuses with
+ * PAR_JOBS_TOO_LONG.
+ */
+#define PAR_JOBS_MAX_STEPS 10000
+#define PAR_JOBS_TOO_LONG (-2)
+
 /* One job: its step as a scenario of its own (the cluster it sees is its
  * share: its nodes), and where that share starts on the cluster. */
 struct par_job {
@@ -54,6 +66,10 @@ struct par_jobs {
 	const struct sim_recorder_ops *rec;
 	void *rec_ctx;
 	int (*finish)(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen);
+	/* With several jobs: called with rec_ctx after the runs alone, once the
+	 * run together is known to be within its bound, before it
+	 * starts (to open the database only then); -1 stops. May be NULL. */
+	int (*ready)(void *ctx, char *err, size_t errlen);
 };
 
 /* A link that more than one job's traffic crosses, and what each moves on
@@ -87,7 +103,9 @@ struct par_jobs_result {
 int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
 		  size_t errlen);
 
-/* Plan, then run every job alone and all together. 0, or -1 with err. */
+/* Plan, then run every job alone and all together. 0; or -1 with err, or
+ * PAR_JOBS_TOO_LONG (bad input: the jobs' starts are too far apart for
+ * their step times) with err. */
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen);
 
 void par_jobs_result_free(struct par_jobs_result *r);

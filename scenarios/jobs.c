@@ -27,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/jobs.h"
 #include "scenarios/scn-int.h"
 #include "sim/units.h"
+
+_Static_assert(PAR_JOBS_MAX_STEPS == 10000, "the help of a job's start says 10,000 steps");
 
 /* The keys of a job item besides its sections; help for docs/scenario.md. */
 static const struct {
@@ -41,7 +44,10 @@ static const struct {
 	{ "first_node", "integer", "after the previous job's",
 	  "its first node on the cluster (node 0 is ranks 0 to gpus_per_node - 1)" },
 	{ "start", "time", "0",
-	  "when its first step starts, together with the others (their phases' alignment)" },
+	  "when its first step starts, together with the others (their phases' alignment); "
+	  "from 0 to 1 day; a start so late that another job would run more than sim.steps + "
+	  "10,000 steps together (estimated from the steps alone) is refused before the run "
+	  "together" },
 };
 
 /* Sections a job may set, and the whole cluster's. */
@@ -74,10 +80,8 @@ static int job_index(const char *key, const char **rest)
 static int whole(const char *where, const char *key, const char *v, uint32_t min, uint32_t max,
 		 uint32_t *out, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (!isdigit((unsigned char)v[0]) || *end || errno || n < min || n > max)
+	unsigned long long n;
+	if (sim_whole_parse(v, max, &n, NULL, 0) < 0 || n < min)
 		return sim_errf(err, errlen, "%s: %s: expected a whole number from %u to %u, got '%s'",
 				where, key, min, max, v);
 	*out = (uint32_t)n;
@@ -297,17 +301,17 @@ int scn_load_jobs(struct scn_jobs *js, const char *path, const char *const *sets
 {
 	struct scn_kvs kv = { 0 };
 	*js = (struct scn_jobs){ 0 };
-	int rc = scn_yaml_read(path, &kv, err, errlen);
+	int rc = scn_yaml_read(path, &kv, err, errlen);  /* read once: a pipe works */
 	if (rc == 0 && kv.jobs_line)
 		rc = load_jobs(js, path, &kv, sets, nsets, err, errlen);
+	else if (rc == 0)  /* one job */
+		rc = scn_load_one(&js->top, path, &kv, sets, nsets, SCN_CHECK_ALL, err, errlen);
 	scn_kvs_free(&kv);
 	if (rc < 0) {
 		scn_jobs_free(js);
 		return -1;
 	}
-	if (js->n)
-		return 0;
-	return scn_load(&js->top, path, sets, nsets, err, errlen);  /* one job */
+	return 0;
 }
 
 void scn_jobs_free(struct scn_jobs *js)

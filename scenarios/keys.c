@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +46,8 @@ struct key {
 };
 
 #define OFF(f) offsetof(struct scn, f)
+/* A text key's max: its field's size, the NUL included. */
+#define TEXT_MAX(f) sizeof(((struct scn *)0)->f)
 #define ALGO_OFF(op) (OFF(parallel.algo) + (op) * sizeof(const struct sim_coll_algo *))
 
 static const char *const activations[] = { "gelu", "swiglu", NULL };
@@ -64,10 +67,10 @@ static const struct key keys[] = {
 	/* model */
 	{ "model.preset", KT_PRESET, OFF(model.preset), 0, 0, NULL, NULL,
 	  "model preset to start from (scenarios/models/NAME.yaml)" },
-	{ "model.description", KT_TEXT, OFF(model.description), 0, 128, "", NULL,
-	  "one line saying what the model is" },
-	{ "model.source", KT_TEXT, OFF(model.source), 0, 512, "", NULL,
-	  "where the model's shape comes from" },
+	{ "model.description", KT_TEXT, OFF(model.description), 0, TEXT_MAX(model.description), "",
+	  NULL, "one line saying what the model is (at most 127 characters)" },
+	{ "model.source", KT_TEXT, OFF(model.source), 0, TEXT_MAX(model.source), "", NULL,
+	  "where the model's shape comes from (at most 511 characters)" },
 	{ "model.layers", KT_COUNT, OFF(model.layers), 1, 100000, NULL, NULL,
 	  "transformer layers L" },
 	{ "model.hidden", KT_COUNT, OFF(model.hidden), 1, BIG, NULL, NULL, "hidden size h" },
@@ -104,7 +107,8 @@ static const struct key keys[] = {
 	{ "training.seq", KT_COUNT, OFF(training.seq), 1, BIG, NULL, NULL,
 	  "sequence length s, tokens" },
 	{ "training.global_batch", KT_COUNT, OFF(training.global_batch), 1, BIG, NULL, NULL,
-	  "sequences per step, all replicas together" },
+	  "sequences per step, all replicas together; at most 4096 micro-batches per replica "
+	  "(global_batch / dp / micro_batch)" },
 	{ "training.micro_batch", KT_COUNT, OFF(training.micro_batch), 1, BIG, "1", NULL,
 	  "sequences per micro-batch b" },
 	{ "training.precision", KT_ENUM, OFF(training.precision), 0, 0, "bf16", precisions,
@@ -218,6 +222,10 @@ static const struct key keys[] = {
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
 };
 
+_Static_assert(SCN_MAX_MICRO_BATCHES == 4096, "the help of training.global_batch says 4096");
+_Static_assert(TEXT_MAX(model.description) == 128 && TEXT_MAX(model.source) == 512,
+	       "the help of model.description and model.source says 127 and 511 characters");
+
 static const char *const kt_value[] = {
 	[KT_COUNT] = "integer", [KT_NUMBER] = "number", [KT_BYTES] = "size", [KT_TIME] = "time",
 	[KT_RATE] = "rate", [KT_BOOL] = "true/false", [KT_ENUM] = "name", [KT_PRESET] = "name", [KT_ALGO] = "name",
@@ -233,15 +241,13 @@ static const struct key *key_find(const char *name)
 	return NULL;
 }
 
-/* A whole number in [min, max] without unit. */
+/* A whole number in [min, max] without unit (sim_whole_parse's grammar:
+ * decimal, "1e6" allowed, no hexadecimal). */
 static int parse_whole(const struct key *k, const char *v, unsigned long long *out,
 		       char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	/* strtoull takes blanks and a minus sign; a count starts with a digit */
-	if (!isdigit((unsigned char)v[0]) || end == v || *end || errno ||
+	unsigned long long n;
+	if (sim_whole_parse(v, ULLONG_MAX, &n, NULL, 0) < 0 ||
 	    (k->max > 0 && (n < k->min || n > k->max)))
 		return k->max > 0 ? sim_errf(err, errlen, "%s: expected a whole number from %.0f to %.0f, "
 					 "got '%s'", k->name, k->min, k->max, v)
@@ -251,14 +257,13 @@ static int parse_whole(const struct key *k, const char *v, unsigned long long *o
 	return 0;
 }
 
+/* A plain number in [min, max] (sim_number_parse's decimal grammar). */
 static int parse_plain(const struct key *k, const char *v, double *out, char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
-		return sim_errf(err, errlen, "%s: expected a number from %g to %g, got '%s'", k->name,
-			    k->min, k->max, v);
+	double x;
+	if (sim_number_parse(v, &x, NULL, 0) < 0 || !(x >= k->min && x <= k->max))
+		return sim_errf(err, errlen, "%s: expected a decimal number from %g to %g, got '%s'",
+			    k->name, k->min, k->max, v);
 	*out = x;
 	return 0;
 }
@@ -307,9 +312,8 @@ static int parse_units(const struct key *k, const char *v, double *out, char *er
 /* compute.efficiency: a flat number in (0, 1], or the name of a table. */
 static int parse_eff(struct scn *s, const struct key *k, const char *v, char *err, size_t errlen)
 {
-	char *end;
-	double x = strtod(v, &end);
-	if (end != v && !*end) {
+	double x;
+	if (sim_number_parse(v, &x, NULL, 0) == 0) {
 		if (!(x > 0 && x <= 1))
 			return sim_errf(err, errlen, "%s: expected a flat efficiency in (0, 1] or a "
 				    "calibration table name, got '%s'", k->name, v);
@@ -317,6 +321,11 @@ static int parse_eff(struct scn *s, const struct key *k, const char *v, char *er
 		s->compute.table[0] = 0;
 		return 0;
 	}
+	char *end;
+	strtod(v, &end);  /* "0x1", "inf": a number in strtod's grammar, not ours */
+	if (*v && end != v && !*end)
+		return sim_errf(err, errlen, "%s: expected a decimal number in (0, 1] or a "
+				"calibration table name, got '%s'", k->name, v);
 	if (!*v || strlen(v) >= sizeof(s->compute.table) || strpbrk(v, "/\\. "))
 		return sim_errf(err, errlen, "%s: expected a number or a table name, got '%s'", k->name, v);
 	s->compute.efficiency = 0;
@@ -379,6 +388,9 @@ static int key_set(struct scn *s, const struct key *k, const char *v, char *err,
 	case KT_EFF:
 		return parse_eff(s, k, v, err, errlen);
 	case KT_TEXT:
+		if (strlen(v) >= (size_t)k->max)
+			return sim_errf(err, errlen, "%s: at most %.0f characters, got %zu", k->name,
+					k->max - 1, strlen(v));
 		snprintf(f, (size_t)k->max, "%s", v);
 		return 0;
 	}

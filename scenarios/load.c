@@ -169,6 +169,9 @@ static int use_preset(struct scn *s, const char *path, const char *kind, const c
 	return 0;
 }
 
+/* Characters of a --set line an error repeats before the reason. */
+#define SET_SHOWN 120
+
 static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char *err,
 		      size_t errlen)
 {
@@ -180,8 +183,9 @@ static int apply_sets(struct scn *s, const char *const *sets, size_t nsets, char
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - k), k);
 		if (!strcmp(key, "cluster.preset") || !strcmp(key, "model.preset"))
 			continue;
-		if (scn_set(s, key, eq + 1, why, sizeof(why)) < 0)
-			return sim_errf(err, errlen, "--set %s: %s", sets[i], why);
+		if (scn_set(s, key, eq + 1, why, sizeof(why)) < 0)  /* a long value: cut here */
+			return sim_errf(err, errlen, "--set %.*s%s: %s", SET_SHOWN, sets[i],
+					strlen(sets[i]) > SET_SHOWN ? "..." : "", why);
 	}
 	return 0;
 }
@@ -279,19 +283,25 @@ static int refuse_jobs(const char *path, const struct scn_kvs *kv, char *err, si
 	return 0;
 }
 
+int scn_load_one(struct scn *s, const char *path, const struct scn_kvs *kv,
+		 const char *const *sets, size_t nsets, enum scn_check check, char *err,
+		 size_t errlen)
+{
+	if (path && refuse_jobs(path, kv, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < nsets; i++)
+		if (!strncmp(sets[i], "jobs.", 5))
+			return sim_errf(err, errlen, "--set %s: the scenario has no jobs list", sets[i]);
+	return scn_load_kvs(s, path, kv, sets, nsets, 0, check, err, errlen);
+}
+
 static int load(struct scn *s, const char *path, const char *const *sets, size_t nsets,
 		char *err, size_t errlen, enum scn_check check)
 {
 	struct scn_kvs kv = { 0 };
-	int rc = 0;
-	if (path && (scn_yaml_read(path, &kv, err, errlen) < 0 ||
-		     refuse_jobs(path, &kv, err, errlen) < 0))
-		rc = -1;
-	for (size_t i = 0; !rc && i < nsets; i++)
-		if (!strncmp(sets[i], "jobs.", 5))
-			rc = sim_errf(err, errlen, "--set %s: the scenario has no jobs list", sets[i]);
+	int rc = path ? scn_yaml_read(path, &kv, err, errlen) : 0;
 	if (!rc)
-		rc = scn_load_kvs(s, path, &kv, sets, nsets, 0, check, err, errlen);
+		rc = scn_load_one(s, path, &kv, sets, nsets, check, err, errlen);
 	scn_kvs_free(&kv);
 	return rc;
 }
@@ -429,6 +439,14 @@ static int check_batch(const struct scn *s, char *err, size_t errlen)
 	if (per % t->micro_batch)
 		return sim_errf(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
 			    "of each replica (global_batch / dp)", t->micro_batch, per);
+	/* Each micro-batch is ops in every program: memory and time grow with
+	 * their count, so it is bounded. */
+	if (per / t->micro_batch > SCN_MAX_MICRO_BATCHES)
+		return sim_errf(err, errlen, "training.global_batch: %u sequences over %u replicas "
+				"of micro-batches of %u are %u micro-batches per replica: at most %u "
+				"(raise training.micro_batch or the data-parallel size)",
+				t->global_batch, dp, t->micro_batch, per / t->micro_batch,
+				SCN_MAX_MICRO_BATCHES);
 	return check_pipeline(s, per / t->micro_batch, err, errlen);
 }
 

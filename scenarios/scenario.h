@@ -52,6 +52,21 @@ struct scn {
 				   * folder if it has the table, else the data folder */
 };
 
+/* Most micro-batches per data-parallel replica in one step (global_batch /
+ * dp / micro_batch): each is ops in every program, about 4 KB and 0.2 ms
+ * per layer to build and run (a 24-layer model: 0.4 GB at the bound). */
+#define SCN_MAX_MICRO_BATCHES 4096u
+
+/* Largest scenario file read (a pipe of /dev/zero must not fill memory). */
+#define SCN_MAX_FILE_BYTES (64 << 20)
+
+/*
+ * Read the file at path once, whole, into *buf (NUL-terminated, len bytes
+ * before it; the caller frees it): a pipe or a FIFO reads like a file.
+ * 0, or -1 with err (unreadable, or longer than SCN_MAX_FILE_BYTES).
+ */
+int scn_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen);
+
 /* Longest error message. */
 #define SCN_ERRLEN 1024
 

@@ -20,8 +20,12 @@ struct scn_kvs {
 	int jobs_line;      /* where it starts; 0: the file has none          */
 };
 
-/* Read a YAML file into dotted keys; 0, or -1 with "path:line: why". */
+/* Read a YAML file (once, whole: scn_read_file) into dotted keys; 0, or -1
+ * with "path:line: why". */
 int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errlen);
+/* The same from len bytes in memory that came from path. */
+int scn_yaml_parse(const char *path, const char *buf, size_t len, struct scn_kvs *out,
+		   char *err, size_t errlen);
 void scn_kvs_free(struct scn_kvs *kvs);
 
 /* load.c */
@@ -39,6 +43,12 @@ enum scn_check {
 int scn_load_kvs(struct scn *s, const char *path, const struct scn_kvs *kv,
 		 const char *const *sets, size_t nsets, uint32_t share_nodes,
 		 enum scn_check check, char *err, size_t errlen);
+
+/* One job's scenario from a file's keys (no jobs list) and --set lines, as
+ * scn_load does after reading the file. 0, or -1 with err. */
+int scn_load_one(struct scn *s, const char *path, const struct scn_kvs *kv,
+		 const char *const *sets, size_t nsets, enum scn_check check, char *err,
+		 size_t errlen);
 
 /* keys.c */
 void scn_defaults(struct scn *s);

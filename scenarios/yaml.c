@@ -6,6 +6,12 @@
  * 0); the list's length and line go to the result's jobs and jobs_line.
  * Other lists, aliases and non-scalar keys are refused with the line where
  * they appear.
+ *
+ * The file is read once, whole, into memory and parsed from there, so a
+ * pipe or a FIFO (`run /dev/stdin`, `run <(...)`) works like a file. Keys
+ * given twice are found through a hash set of the keys so far: reading N
+ * keys is O(N) (a scan of the earlier keys for each made 240,000 keys take
+ * minutes).
  */
 #include "scenarios/scn-int.h"
 
@@ -18,6 +24,59 @@
 
 #define MAX_DEPTH 8
 
+/*
+ * A hash set of the keys of a struct scn_kvs: slot[i] is 1 + an index into
+ * kvs->v, 0 when empty; open addressing with linear probing, at most half
+ * full, so a lookup is O(1) on average.
+ */
+struct keyset {
+	size_t *slot;
+	size_t cap;                  /* a power of two, or 0                 */
+};
+
+/* FNV-1a, 64 bits. */
+static uint64_t key_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* The index of key in kv, or -1. */
+static long keyset_find(const struct keyset *ks, const struct scn_kvs *kv, const char *key)
+{
+	if (!ks->cap)
+		return -1;
+	for (size_t i = key_hash(key) & (ks->cap - 1);; i = (i + 1) & (ks->cap - 1)) {
+		if (!ks->slot[i])
+			return -1;
+		if (!strcmp(kv->v[ks->slot[i] - 1].key, key))
+			return (long)(ks->slot[i] - 1);
+	}
+}
+
+static void keyset_put(struct keyset *ks, const struct scn_kvs *kv, size_t idx)
+{
+	size_t i = key_hash(kv->v[idx].key) & (ks->cap - 1);
+	while (ks->slot[i])
+		i = (i + 1) & (ks->cap - 1);
+	ks->slot[i] = idx + 1;
+}
+
+/* Add kv->v[kv->n - 1], the newest key (not in the set yet). */
+static void keyset_add(struct keyset *ks, const struct scn_kvs *kv)
+{
+	if (2 * kv->n > ks->cap) {   /* grow and rehash: amortised O(1) */
+		free(ks->slot);
+		ks->cap = ks->cap ? 2 * ks->cap : 64;
+		ks->slot = xcalloc(ks->cap, sizeof(*ks->slot));
+		for (size_t i = 0; i + 1 < kv->n; i++)
+			keyset_put(ks, kv, i);
+	}
+	keyset_put(ks, kv, kv->n - 1);
+}
+
 struct reader {
 	const char *path;
 	char *path_keys[MAX_DEPTH];  /* the mapping keys above the current one */
@@ -29,6 +88,7 @@ struct reader {
 	int key_line;                /* where that key is                       */
 	struct scn_kvs *out;
 	struct scn_kvs sections;      /* mappings opened so far, to refuse twins */
+	struct keyset out_set, section_set;  /* the keys of out and sections   */
 	char *err;
 	size_t errlen;
 };
@@ -66,36 +126,36 @@ static char *dotted(const struct reader *r)
 static int section_seen(struct reader *r, int line)
 {
 	char *key = dotted(r);
-	for (size_t i = 0; i < r->sections.n; i++)
-		if (!strcmp(r->sections.v[i].key, key)) {
-			int first = r->sections.v[i].line;
-			rfail(r, line, "%s is given twice (first on line %d)", key, first);
-			free(key);
-			return -1;
-		}
+	long i = keyset_find(&r->section_set, &r->sections, key);
+	if (i >= 0) {
+		rfail(r, line, "%s is given twice (first on line %d)", key, r->sections.v[i].line);
+		free(key);
+		return -1;
+	}
 	if (r->sections.n == r->sections.cap) {
 		r->sections.cap = r->sections.cap ? 2 * r->sections.cap : 8;
 		r->sections.v = xreallocarray(r->sections.v, r->sections.cap, sizeof(*r->sections.v));
 	}
 	r->sections.v[r->sections.n++] = (struct scn_kv){ key, xstrdup(""), line };
+	keyset_add(&r->section_set, &r->sections);
 	return 0;
 }
 
 static int add_value(struct reader *r, const char *value, int line)
 {
 	char *key = dotted(r);
-	for (size_t i = 0; i < r->out->n; i++)
-		if (!strcmp(r->out->v[i].key, key)) {
-			int first = r->out->v[i].line;
-			free(key);
-			return rfail(r, line, "%s is given twice (first on line %d)",
-				     r->out->v[i].key, first);
-		}
+	long i = keyset_find(&r->out_set, r->out, key);
+	if (i >= 0) {
+		free(key);
+		return rfail(r, line, "%s is given twice (first on line %d)", r->out->v[i].key,
+			     r->out->v[i].line);
+	}
 	if (r->out->n == r->out->cap) {
 		r->out->cap = r->out->cap ? 2 * r->out->cap : 32;
 		r->out->v = xreallocarray(r->out->v, r->out->cap, sizeof(*r->out->v));
 	}
 	r->out->v[r->out->n++] = (struct scn_kv){ key, xstrdup(value), line };
+	keyset_add(&r->out_set, r->out);
 	free(r->key);
 	r->key = NULL;
 	return 0;
@@ -187,24 +247,69 @@ static int on_event(struct reader *r, const yaml_event_t *e)
 	}
 }
 
-int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errlen)
+int scn_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		return -1;
+	size_t n = 0, cap = 0;
+	char *b = NULL;
+	*buf = NULL;
+	*len = 0;
+	if (!f)
+		return sim_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+	for (;;) {
+		if (cap - n < 65536) {
+			cap = cap ? 2 * cap : 65536;
+			b = xrealloc(b, cap + 1);
+		}
+		size_t got = fread(b + n, 1, cap - n, f);
+		n += got;
+		if (n > SCN_MAX_FILE_BYTES) {
+			fclose(f);
+			free(b);
+			return sim_errf(err, errlen, "%s: longer than %d MiB: expected a scenario "
+					"file", path, SCN_MAX_FILE_BYTES >> 20);
+		}
+		if (got == 0)
+			break;
 	}
+	int bad = ferror(f), e = errno;
+	fclose(f);
+	if (bad) {
+		free(b);
+		return sim_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* The line of byte offset off of buf (1-based). */
+static int line_of(const char *buf, size_t len, size_t off)
+{
+	int line = 1;
+	for (size_t i = 0; i < off && i < len; i++)
+		line += buf[i] == '\n';
+	return line;
+}
+
+int scn_yaml_parse(const char *path, const char *buf, size_t len, struct scn_kvs *out,
+		   char *err, size_t errlen)
+{
 	yaml_parser_t p;
 	yaml_parser_initialize(&p);
-	yaml_parser_set_input_file(&p, f);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
 	struct reader r = { .path = path, .out = out, .err = err, .errlen = errlen };
 	int rc = 0, docs = 0;
 	while (rc == 0) {
 		yaml_event_t e;
 		if (!yaml_parser_parse(&p, &e)) {
-			rc = rfail(&r, (int)p.problem_mark.line + 1, "YAML syntax: %s%s%s",
-				   p.problem ? p.problem : "error", p.context ? " " : "",
-				   p.context ? p.context : "");
+			/* A reader error (invalid UTF-8, a control character) has an
+			 * offset, not a mark. */
+			int line = p.error == YAML_READER_ERROR ? line_of(buf, len, p.problem_offset)
+								: (int)p.problem_mark.line + 1;
+			rc = rfail(&r, line, "YAML syntax: %s%s%s", p.problem ? p.problem : "error",
+				   p.context ? " " : "", p.context ? p.context : "");
 			break;
 		}
 		if (e.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
@@ -222,9 +327,21 @@ int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errle
 		free(r.path_keys[--r.depth]);
 	free(r.key);
 	scn_kvs_free(&r.sections);
+	free(r.out_set.slot);
+	free(r.section_set.slot);
 	yaml_parser_delete(&p);
-	fclose(f);
 	return rc < 0 ? -1 : 0;
+}
+
+int scn_yaml_read(const char *path, struct scn_kvs *out, char *err, size_t errlen)
+{
+	char *buf;
+	size_t len;
+	if (scn_read_file(path, &buf, &len, err, errlen) < 0)
+		return -1;
+	int rc = scn_yaml_parse(path, buf, len, out, err, errlen);
+	free(buf);
+	return rc;
 }
 
 void scn_kvs_free(struct scn_kvs *kvs)

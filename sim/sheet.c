@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "sim/units.h"
 #include "sim/util.h"
 
 /* State of the libcsv callbacks while one file is read. */
@@ -50,6 +51,24 @@ static void on_field(void *s, size_t len, void *data)
 	r->rec[r->nrec++] = f;
 }
 
+/*
+ * A column name given twice would be read from its first column alone, the
+ * other silently left out: refuse it. O(columns^2): tables have a few dozen.
+ */
+static void header_twice(struct sheet_reader *r)
+{
+	const struct sheet *sh = r->sh;
+	for (size_t i = 0; i < sh->ncols && !r->failed; i++)
+		for (size_t j = i + 1; j < sh->ncols && *sh->head[i]; j++)
+			if (!strcmp(sh->head[i], sh->head[j])) {
+				r->failed = sim_errf(r->err, r->errlen, "%s:%zu: column '%s' is "
+						 "named twice (fields %zu and %zu): expected "
+						 "each name once", sh->path, r->rec_line,
+						 sh->head[i], i + 1, j + 1);
+				break;
+			}
+}
+
 /* libcsv: end of a record. The first is the header; the rest must match it. */
 static void on_record(int c, void *data)
 {
@@ -66,6 +85,7 @@ static void on_record(int c, void *data)
 		sh->ncols = r->nrec;
 		r->rec = NULL;
 		r->nrec = r->caprec = 0;
+		header_twice(r);
 		return;
 	}
 	if (r->nrec != sh->ncols) {
@@ -171,11 +191,10 @@ int sheet_pos(const struct sheet *sh, size_t row, int col, double *out, char *er
 	      size_t errlen)
 {
 	const char *s = sheet_cell(sh, row, col);
-	char *end;
-	double v = strtod(s, &end);
+	double v;
 
-	if (end == s || *end || !isfinite(v))
-		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a number, got '%s'",
+	if (sim_number_parse(s, &v, NULL, 0) < 0)
+		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a decimal number, got '%s'",
 			    sh->path, sh->line[row], sh->head[col], s);
 	if (v <= 0)
 		return sim_errf(err, errlen, "%s:%zu: column '%s': expected a positive number, "

@@ -242,13 +242,14 @@ static size_t skip_digits(struct span t, size_t i)
 }
 
 /*
- * Length of the decimal literal [+]digits[.digits][e[+-]digits] at the start
- * of t, or 0 if there is none. This is what rules out strtod's hex, "inf"
- * and "nan": strtod must then stop exactly where this scan stops.
+ * Length of the decimal literal [+|-]digits[.digits][e[+-]digits] at the
+ * start of t (a sign only if signed), or 0 if there is none. This is what
+ * rules out strtod's hex, "inf" and "nan": strtod must then stop exactly
+ * where this scan stops.
  */
-static size_t scan_decimal(struct span t)
+static size_t scan_decimal(struct span t, bool signed_ok)
 {
-	size_t i = (t.n > 0 && t.p[0] == '+') ? 1 : 0;
+	size_t i = (t.n > 0 && (t.p[0] == '+' || (signed_ok && t.p[0] == '-'))) ? 1 : 0;
 	size_t start = i, j;
 	size_t ndigits;
 
@@ -281,7 +282,7 @@ static int parse_number(const struct kind_info *k, struct span t, double *v,
 	if (t.p[0] == '-')
 		return sim_errf(err, errlen, "\"%.*s\" must not be negative",
 			    plen(t), t.p);
-	n = scan_decimal(t);
+	n = scan_decimal(t, false);
 	if (n == 0)
 		return sim_errf(err, errlen,
 			    "\"%.*s\" does not start with a number: expected %s",
@@ -296,6 +297,69 @@ static int parse_number(const struct kind_info *k, struct span t, double *v,
 		return sim_errf(err, errlen, "\"%.*s\" is out of range",
 			    plen(t), t.p);
 	*used = n;
+	return 0;
+}
+
+/* t as a whole decimal literal into *v: 0, or -1 with a message. */
+static int plain_number(struct span t, double *v, char *err, size_t errlen)
+{
+	char buf[64], *end;
+	size_t n = scan_decimal(t, true);
+
+	if (t.n == 0)
+		return sim_errf(err, errlen, "empty value: expected a decimal number");
+	if (n == 0 || n != t.n || n >= sizeof buf)
+		return sim_errf(err, errlen, n >= sizeof buf && n == t.n ?
+			    "'%.*s' is too long for a number" :
+			    "'%.*s' is not a decimal number (digits, a '.' and an exponent "
+			    "such as 1e6; no hexadecimal, inf or nan)", plen(t), t.p);
+	memcpy(buf, t.p, n);	/* strtod must not read past the span */
+	buf[n] = 0;
+	errno = 0;
+	*v = strtod(buf, &end);
+	BUG_ON(end != buf + n);	/* scan_decimal's grammar is a subset of strtod's */
+	if ((errno == ERANGE && fabs(*v) > 1) || !isfinite(*v))
+		return sim_errf(err, errlen, "'%.*s' is out of range", plen(t), t.p);
+	return 0;
+}
+
+int sim_number_parse(const char *text, double *out, char *err, size_t errlen)
+{
+	double v;
+
+	BUG_ON(text == NULL || out == NULL);
+	if (plain_number(trim(text), &v, err, errlen) < 0)
+		return -1;
+	*out = v == 0 ? 0.0 : v;	/* no "-0" */
+	return 0;
+}
+
+int sim_whole_parse(const char *text, unsigned long long max, unsigned long long *out,
+		    char *err, size_t errlen)
+{
+	struct span t = trim(text);
+	double v;
+
+	BUG_ON(text == NULL || out == NULL);
+	if (plain_number(t, &v, err, errlen) < 0)
+		return -1;
+	if (skip_digits(t, 0) == t.n) {	/* plain digits: exact to 64 bits */
+		char buf[64];
+		memcpy(buf, t.p, t.n);
+		buf[t.n] = 0;
+		errno = 0;
+		unsigned long long n = strtoull(buf, NULL, 10);
+		if (errno == ERANGE || n > max)
+			return sim_errf(err, errlen, "'%.*s' is above %llu", plen(t), t.p, max);
+		*out = n;
+		return 0;
+	}
+	if (v < 0 || v != floor(v))
+		return sim_errf(err, errlen, "'%.*s' is not a whole number", plen(t), t.p);
+	if (v > 0x1p53 || v > (double)max)
+		return sim_errf(err, errlen, "'%.*s' is above %llu", plen(t), t.p,
+			    max < (1ull << 53) ? max : 1ull << 53);
+	*out = (unsigned long long)v;
 	return 0;
 }
 

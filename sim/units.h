@@ -36,6 +36,27 @@ enum sim_unit {
 int sim_units_parse(enum sim_unit kind, const char *text, double *out,
 		    char *err, size_t errlen);
 
+/*
+ * The one grammar of a plain number, everywhere clustersim reads one
+ * (scenario keys, cluster keys, command-line options, calibration tables,
+ * nccl-tests logs): a decimal literal [+|-]DIGITS[.DIGITS][e[+|-]DIGITS]
+ * (or .DIGITS), with blanks allowed around it. Hexadecimal ("0x10",
+ * "0x1p4"), "inf", "nan" and anything after the number are refused, as
+ * sim_units_parse() refuses them before a unit. 0, or -1 with a message
+ * ("'0x10' is not a decimal number") in err (which may be NULL); *out is
+ * unchanged on error.
+ */
+int sim_number_parse(const char *text, double *out, char *err, size_t errlen);
+
+/*
+ * A whole number in the same grammar, at most max: "4096", "1e6" and
+ * "2048.0" are whole; "1.5", "-1" are not. Plain digits are read exactly up
+ * to UINT64_MAX; other forms must stay within 2^53, where doubles are
+ * exact. 0, or -1 with a message in err (may be NULL).
+ */
+int sim_whole_parse(const char *text, unsigned long long max, unsigned long long *out,
+		    char *err, size_t errlen);
+
 /* What the unit kind accepts, for messages: "a size such as 1GB or 256MiB". */
 const char *sim_units_expect(enum sim_unit kind);
 

@@ -58,6 +58,30 @@ int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 	return code;
 }
 
+int cli_fold_option(const struct cli_args *a, const char *option, const char *key,
+		    const char **sets, size_t *n)
+{
+	if (!cli_has(a, option))
+		return CLI_OK;
+	const char *v = cli_str(a, option, "");
+	struct scn *s = xcalloc(1, sizeof(*s));  /* a scratch scenario: one key set */
+	char err[SCN_ERRLEN];
+	int rc = scn_set(s, key, v, err, sizeof(err));
+	free(s);
+	if (rc < 0)  /* "option --steps: sim.steps: expected ...": the option, then its key */
+		return cli_error(a, CLI_BADINPUT, "option --%s: %s", option, err);
+	sets[(*n)++] = xasprintf("%s=%s", key, v);
+	return CLI_OK;
+}
+
+void cli_warn_scenario(const struct cli_args *a, const struct scn *s, const char *label)
+{
+	if (!s->warnings[0] || mp_rank() > 0)
+		return;
+	fprintf(stderr, "clustersim %s: warning: %s: %s\n", a->cmd->name,
+		label ? label : *s->path ? s->path : "--set", s->warnings);
+}
+
 static int opt_index(const struct cli_cmd *cmd, const char *name)
 {
 	for (int i = 0; cmd->opts[i].name; i++)
@@ -313,10 +337,14 @@ int cli_count(const struct cli_args *a, const char *name, long long min, long lo
 	int i = must_index(a, name);
 	if (!a->given[i])
 		return 0;
-	char *end;
-	errno = 0;
-	long long v = strtoll(a->val[i], &end, 10);
-	if (end == a->val[i] || *end || errno || v < min || v > max) {
+	unsigned long long n;
+	long long v = 0;
+	BUG_ON(min < 0 || max < min);
+	if (sim_whole_parse(a->val[i], (unsigned long long)max, &n, NULL, 0) == 0)
+		v = (long long)n;
+	else
+		v = min - 1;  /* refused below */
+	if (v < min) {
 		char on[80];
 		cli_error(a, CLI_BADINPUT, "option %s: expected a whole number from %lld to %lld, "
 			  "got '%s'", opt_name(&a->cmd->opts[i], on, sizeof(on)), min, max, a->val[i]);

@@ -145,6 +145,21 @@ int cli_out_commit(struct cli_args *a, const char *what, struct sim_out *o, int 
 struct sim_store;
 int cli_store_open(struct cli_args *a, const char *path, struct sim_store **st);
 
+/*
+ * An option that stands for a scenario key (--steps for sim.steps): check
+ * its value as the key would, naming the option the user typed in the
+ * error ("option --steps: sim.steps: expected a whole number from 1 to
+ * 100000, got '0'"), and append "KEY=VALUE" to sets[*n] (allocated: the caller frees
+ * it). Nothing when the option is not given. CLI_OK or CLI_BADINPUT.
+ */
+int cli_fold_option(const struct cli_args *a, const char *option, const char *key,
+		    const char **sets, size_t *n);
+
+/* Print what a scenario's validation let pass but should say (its
+ * warnings, e.g. parallel.tp_across_nodes) to stderr. */
+struct scn;
+void cli_warn_scenario(const struct cli_args *a, const struct scn *s, const char *label);
+
 /* Print "clustersim CMD: message" to stderr and return code. */
 int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

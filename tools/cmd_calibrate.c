@@ -492,9 +492,12 @@ static void gemm_errors(const struct par_gemm_table *t, enum par_gemm_fit fit, d
 			double *worst, size_t *worst_line)
 {
 	double *e = xmalloc(t->nrows * sizeof(double));
+	BUG_ON(t->nrows == 0);  /* sheet_read refuses a table without rows */
 	*worst = -1;
+	*worst_line = t->rows[0].line;
 	for (size_t i = 0; i < t->nrows; i++) {
 		e[i] = fabs(t->rows[i].eff / t->rows[i].fit[fit] - 1);
+		BUG_ON(!isfinite(e[i]));  /* par_gemm_table_fit checked every row */
 		if (e[i] > *worst)
 			*worst = e[i], *worst_line = t->rows[i].line;
 	}

@@ -370,10 +370,8 @@ static int parse_value(const char *s, double *v)
 		{ PLOT_X_BYTES, SIM_UNIT_BYTES }, { PLOT_X_TIME, SIM_UNIT_TIME },
 		{ PLOT_X_RATE, SIM_UNIT_RATE },
 	};
-	char *end, err[128];
-	errno = 0;
-	*v = strtod(s, &end);
-	if (end != s && !*end && !errno && isfinite(*v))
+	char err[128];
+	if (sim_number_parse(s, v, NULL, 0) == 0)
 		return PLOT_X_NUMBER;
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
 		if (sim_units_parse(units[i].unit, s, v, err, sizeof(err)) == 0)

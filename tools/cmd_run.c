@@ -249,27 +249,31 @@ static int load(struct cli_args *a, struct scn_jobs *js)
 {
 	int nset;
 	const char **given = cli_list(a, "set", &nset);
-	size_t n = (size_t)nset;
+	size_t n = (size_t)nset, first = n;
 	const char **sets = xcalloc(n + 3, sizeof(char *));
-	char fid[64], rec[64], steps[64];
 	for (size_t k = 0; k < n; k++)
 		sets[k] = given[k];
-	if (cli_has(a, "fidelity")) {
-		snprintf(fid, sizeof(fid), "sim.fidelity=%s", cli_str(a, "fidelity", ""));
-		sets[n++] = fid;
-	}
-	if (cli_has(a, "record")) {
-		snprintf(rec, sizeof(rec), "sim.record=%s", cli_str(a, "record", ""));
-		sets[n++] = rec;
-	}
-	if (cli_has(a, "steps")) {
-		snprintf(steps, sizeof(steps), "sim.steps=%s", cli_str(a, "steps", ""));
-		sets[n++] = steps;
-	}
+	int rc = cli_fold_option(a, "fidelity", "sim.fidelity", sets, &n);
+	if (rc == CLI_OK)
+		rc = cli_fold_option(a, "record", "sim.record", sets, &n);
+	if (rc == CLI_OK)
+		rc = cli_fold_option(a, "steps", "sim.steps", sets, &n);
 	char err[SCN_ERRLEN];
-	int rc = scn_load_jobs(js, a->pos[0], sets, n, err, sizeof(err));
+	if (rc == CLI_OK && scn_load_jobs(js, a->pos[0], sets, n, err, sizeof(err)) < 0)
+		rc = cli_error(a, CLI_BADINPUT, "%s", err);
+	for (size_t k = first; k < n; k++)
+		free((char *)sets[k]);
 	free(sets);
-	return rc < 0 ? cli_error(a, CLI_BADINPUT, "%s", err) : CLI_OK;
+	if (rc != CLI_OK)
+		return rc;
+	cli_warn_scenario(a, &js->top, NULL);
+	for (size_t i = 0; i < js->n; i++) {
+		char label[1200];
+		snprintf(label, sizeof(label), "%s: jobs[%zu] (%s)", js->top.path, i,
+			 js->job[i].name);
+		cli_warn_scenario(a, &js->job[i].s, label);
+	}
+	return CLI_OK;
 }
 
 static void print_bytes(const char *label, double v)

@@ -89,14 +89,18 @@ static int expand(struct cli_args *a, struct vary *v, const char *item)
 		v->values[v->n++] = xstrdup(item);
 		return CLI_OK;
 	}
-	char *end;
-	unsigned long lo = strtoul(item, &end, 10), hi = strtoul(dots + 2, NULL, 10);
-	if (end != dots || lo == 0 || hi < lo || (lo & (lo - 1)) || (hi & (hi - 1)))
+	char first[32];
+	unsigned long long lo = 0, hi = 0;
+	snprintf(first, sizeof(first), "%.*s", (int)(dots - item), item);
+	if ((size_t)(dots - item) >= sizeof(first) ||
+	    sim_whole_parse(first, 1ull << 62, &lo, NULL, 0) < 0 ||
+	    sim_whole_parse(dots + 2, 1ull << 62, &hi, NULL, 0) < 0 ||
+	    lo == 0 || hi < lo || (lo & (lo - 1)) || (hi & (hi - 1)))
 		return cli_error(a, CLI_BADINPUT, "option --vary %s: '%s': a range a..b takes "
 				 "powers of two, a <= b", v->key, item);
-	for (unsigned long x = lo; x <= hi; x *= 2) {
+	for (unsigned long long x = lo; x <= hi; x *= 2) {
 		char buf[32];
-		snprintf(buf, sizeof(buf), "%lu", x);
+		snprintf(buf, sizeof(buf), "%llu", x);
 		if (expand(a, v, buf))
 			return CLI_BADINPUT;
 	}
@@ -586,9 +590,11 @@ static int sweep_run(struct cli_args *a)
 	sw.base = xcalloc((size_t)nsets + 1, sizeof(char *));
 	for (int k = 0; k < nsets; k++)
 		sw.base[sw.nbase++] = sets[k];
-	char *fid = NULL;
-	if (cli_has(a, "fidelity"))
-		sw.base[sw.nbase++] = fid = xasprintf("sim.fidelity=%s", cli_str(a, "fidelity", ""));
+	size_t nbase = sw.nbase;  /* --fidelity checked here, named as typed */
+	if (rc == CLI_OK)
+		rc = cli_fold_option(a, "fidelity", "sim.fidelity", sw.base, &nbase);
+	char *fid = nbase > sw.nbase ? (char *)sw.base[sw.nbase] : NULL;
+	sw.nbase = nbase;
 	/* The file must be a readable file (every point reads it again, so not
 	 * a pipe) and every varied key must exist; a point whose values make
 	 * the layout invalid is kept with its reason. */

@@ -38,6 +38,9 @@ struct jobs_cli {
 	struct sim_store_job_row row[PAR_MAX_JOBS];
 	struct par_goodput goodput[PAR_MAX_JOBS];
 	struct sim_store *st;
+	struct cli_args *a;           /* for jobs_ready                     */
+	enum scn_record mode;
+	int ready_rc;                 /* jobs_ready's CLI code, or CLI_OK   */
 };
 
 /* Each job's training step and compute model; CLI_OK or an error printed. */
@@ -142,6 +145,15 @@ static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record m
 	c->run.rec_ctx = c;
 	c->run.finish = store_finish;
 	return CLI_OK;
+}
+
+/* par_jobs' ready call: open the database for the run together. */
+static int jobs_ready(void *ctx, char *err, size_t errlen)
+{
+	struct jobs_cli *c = ctx;
+	(void)err, (void)errlen;
+	c->ready_rc = store_begin(c->a, c, c->mode);
+	return c->ready_rc == CLI_OK ? 0 : -1;
 }
 
 /* A report's steps as a row's. */
@@ -401,11 +413,23 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		mode = c->run.job[0].train.sim.fidelity == SIM_FIDELITY_FLOW &&
 		       topo_config_gpus(&c->js->top.cluster) <=
 			       SCN_RECORD_ALL_MAX ? SCN_RECORD_ALL : SCN_RECORD_NONE;
-	if (fits && cli_has(a, "db") && (rc = store_begin(a, c, mode)) != CLI_OK)
+	/* With several jobs the database opens once the run together is known
+	 * to be within its bound (jobs_ready); one job's run is the last. */
+	c->a = a, c->mode = mode;
+	if (fits && cli_has(a, "db") && c->run.n == 1 && (rc = store_begin(a, c, mode)) != CLI_OK)
 		return rc;
+	if (cli_has(a, "db") && c->run.n > 1) {
+		c->run.ready = jobs_ready;
+		c->run.rec_ctx = c;
+	}
 	if (fits) {
 		par_jobs_result_free(&c->res);
-		if (par_jobs_run(&c->run, &c->res, err, sizeof(err)) < 0)
+		int r = par_jobs_run(&c->run, &c->res, err, sizeof(err));
+		if (r == PAR_JOBS_TOO_LONG)
+			return cli_error(a, CLI_BADINPUT, "%s: %s", path, err);
+		if (r < 0 && c->ready_rc != CLI_OK)
+			return c->ready_rc;  /* printed by store_begin */
+		if (r < 0)
 			rc = cli_error(a, CLI_FAIL, "%s: the jobs could not finish: %s", path, err);
 	}
 	rows_of(c);

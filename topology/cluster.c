@@ -33,8 +33,8 @@ struct key_def {
 static const struct key_def keys[] = {
 	{ "topology", K_TOPOLOGY, OFF(kind), 0, 0,
 	  "ideal (a link per rank pair) or fattree (NVLink nodes on a rail-optimised fat tree)" },
-	{ "description", K_TEXT, OFF(description), 0, 0, "one line saying what the cluster is" },
-	{ "source", K_TEXT, OFF(source), 0, 0, "where the numbers come from" },
+	{ "description", K_TEXT, OFF(description), 0, 0, "one line saying what the cluster is (at most 127 characters)" },
+	{ "source", K_TEXT, OFF(source), 0, 0, "where the numbers come from (at most 511 characters)" },
 	{ "gpu", K_GPU, OFF(gpu), 0, 0, "GPU preset of every rank" },
 	{ "nodes", K_COUNT, OFF(nodes), 1, TOPO_MAX_RANKS, "number of nodes" },
 	{ "gpus_per_node", K_COUNT, OFF(gpus_per_node), 1, 1024,
@@ -63,6 +63,10 @@ static const struct key_def keys[] = {
 	  "host to GPU bandwidth per direction" },
 };
 
+_Static_assert(sizeof(((struct topo_config *)0)->description) == 128 &&
+	       sizeof(((struct topo_config *)0)->source) == 512,
+	       "the help of cluster.description and cluster.source says 127 and 511 characters");
+
 static const char *const key_values[] = {
 	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
 	[K_RATIO] = "ratio", [K_GPU] = "name", [K_TOPOLOGY] = "name", [K_TEXT] = "text",
@@ -90,14 +94,13 @@ static const struct key_def *key_find(const char *name)
 	return NULL;
 }
 
-/* A whole positive integer without unit, within [min, max]. */
+/* A whole positive integer without unit, within [min, max] (decimal:
+ * sim_whole_parse's grammar). */
 static int parse_count(const struct key_def *k, const char *v, uint32_t *out,
 		       char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (end == v || *end || errno || n < (long long)k->min || n > (long long)k->max)
+	unsigned long long n;
+	if (sim_whole_parse(v, (unsigned long long)k->max, &n, NULL, 0) < 0 || n < k->min)
 		return sim_errf(err, errlen, "cluster.%s: expected a whole number from %.0f to %.0f, "
 			    "got '%s'", k->name, k->min, k->max, v);
 	*out = (uint32_t)n;
@@ -107,12 +110,10 @@ static int parse_count(const struct key_def *k, const char *v, uint32_t *out,
 static int parse_ratio(const struct key_def *k, const char *v, double *out,
 		       char *err, size_t errlen)
 {
-	char *end;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (end == v || *end || errno || !(x >= k->min && x <= k->max))
-		return sim_errf(err, errlen, "cluster.%s: expected a number from %g to %g, got '%s'",
-			    k->name, k->min, k->max, v);
+	double x;
+	if (sim_number_parse(v, &x, NULL, 0) < 0 || !(x >= k->min && x <= k->max))
+		return sim_errf(err, errlen, "cluster.%s: expected a decimal number from %g to %g, "
+			    "got '%s'", k->name, k->min, k->max, v);
 	*out = x;
 	return 0;
 }
@@ -151,10 +152,14 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 				    value);
 		cfg->kind = strcmp(value, "ideal") ? TOPO_FATTREE : TOPO_IDEAL;
 		return 0;
-	case K_TEXT:
-		snprintf(base + k->off, k->off == OFF(source) ? sizeof(cfg->source)
-							   : sizeof(cfg->description), "%s", value);
+	case K_TEXT: {
+		size_t cap = k->off == OFF(source) ? sizeof(cfg->source) : sizeof(cfg->description);
+		if (strlen(value) >= cap)
+			return sim_errf(err, errlen, "cluster.%s: at most %zu characters, got %zu",
+					k->name, cap - 1, strlen(value));
+		snprintf(base + k->off, cap, "%s", value);
 		return 0;
+	}
 	case K_FAULTS: {
 		struct topo_fault f[TOPO_MAX_FAULTS];
 		size_t n;
@@ -181,33 +186,78 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 	}
 }
 
+/* The decimal index after word at *p ("node12"): advances *p; 0 or -1. */
+static int index_after(const char **p, const char *word, uint32_t *out)
+{
+	size_t n = strlen(word), d = 0;
+	unsigned long long v;
+	char digits[16];
+	if (strncmp(*p, word, n))
+		return -1;
+	while ((*p)[n + d] >= '0' && (*p)[n + d] <= '9' && d + 1 < sizeof(digits))
+		digits[d] = (*p)[n + d], d++;
+	digits[d] = 0;
+	if (!d || ((*p)[n + d] >= '0' && (*p)[n + d] <= '9') ||
+	    sim_whole_parse(digits, UINT32_MAX, &v, NULL, 0) < 0)
+		return -1;
+	*out = (uint32_t)v;
+	*p += n + d;
+	return 0;
+}
+
 /* "nodeN.nicK" or "nodeN.gpuG.nvlink", then "=F" or nothing. */
 static int fault_parse(const char *item, struct topo_fault *f, char *err, size_t errlen)
 {
-	unsigned a, b;
-	int used = 0;
-	char rest[64] = "";
+	const char *p = item;
 	*f = (struct topo_fault){ .factor = 0 };
-	if (sscanf(item, "node%u.nic%u%n", &a, &b, &used) == 2 && (!item[used] || item[used] == '=')) {
+	if (index_after(&p, "node", &f->node) == 0 && index_after(&p, ".nic", &f->index) == 0 &&
+	    (!*p || *p == '=')) {
 		f->kind = TOPO_FAULT_NIC;
-	} else if (sscanf(item, "node%u.gpu%u.nvlink%n", &a, &b, &used) == 2 &&
-		   (!item[used] || item[used] == '=')) {
+	} else if (p = item, index_after(&p, "node", &f->node) == 0 &&
+		   index_after(&p, ".gpu", &f->index) == 0 && !strncmp(p, ".nvlink", 7) &&
+		   (!p[7] || p[7] == '=')) {
 		f->kind = TOPO_FAULT_NVLINK;
+		p += 7;
 	} else {
 		return sim_errf(err, errlen, "cluster.faults: '%s': expected nodeN.nicK or "
 			    "nodeN.gpuG.nvlink, then =FRACTION for a degraded link (0 < FRACTION "
 			    "< 1)", item);
 	}
-	f->node = a, f->index = b;
-	if (item[used] == '=') {
-		char *end;
-		snprintf(rest, sizeof(rest), "%s", item + used + 1);
-		double x = strtod(rest, &end);
-		if (end == rest || *end || !(x > 0 && x < 1))
-			return sim_errf(err, errlen, "cluster.faults: '%s': expected a fraction of "
-				    "the bandwidth above 0 and below 1 after '='", item);
+	if (*p == '=') {
+		double x;
+		if (sim_number_parse(p + 1, &x, NULL, 0) < 0 || !(x > 0 && x < 1))
+			return sim_errf(err, errlen, "cluster.faults: '%s': expected a decimal "
+				    "fraction of the bandwidth above 0 and below 1 after '='", item);
 		f->factor = x;
 	}
+	return 0;
+}
+
+static const char *fault_kind(const struct topo_fault *f)
+{
+	return f->kind == TOPO_FAULT_NIC ? "nic" : "gpu";
+}
+
+/* "node3.nic2" or "node3.gpu1.nvlink", for messages. */
+static const char *fault_name(const struct topo_fault *f, char *buf, size_t len)
+{
+	snprintf(buf, len, "node%u.%s%u%s", f->node, fault_kind(f), f->index,
+		 f->kind == TOPO_FAULT_NVLINK ? ".nvlink" : "");
+	return buf;
+}
+
+/*
+ * A link may be listed once: "node0.nic1, node0.nic1=0.5" says two things
+ * of one link. O(n^2) over at most TOPO_MAX_FAULTS items.
+ */
+static int fault_twice(const struct topo_fault *f, size_t n, char *err, size_t errlen)
+{
+	char name[64];
+	for (size_t i = 0; i < n; i++)
+		if (f[i].kind == f[n].kind && f[i].node == f[n].node && f[i].index == f[n].index)
+			return sim_errf(err, errlen, "cluster.faults: %s is listed twice: expected "
+				    "each link once (failed, or =FRACTION)",
+				    fault_name(&f[n], name, sizeof(name)));
 	return 0;
 }
 
@@ -216,6 +266,9 @@ int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char 
 {
 	char buf[256], *save = NULL;
 	*n = 0;
+	if (strlen(text) >= sizeof(buf))
+		return sim_errf(err, errlen, "cluster.faults: at most %zu characters",
+			    sizeof(buf) - 1);
 	snprintf(buf, sizeof(buf), "%s", text);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		while (*tok == ' ')
@@ -226,9 +279,51 @@ int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char 
 			continue;
 		if (*n == TOPO_MAX_FAULTS)
 			return sim_errf(err, errlen, "cluster.faults: at most %d links", TOPO_MAX_FAULTS);
-		if (fault_parse(tok, &out[*n], err, errlen) < 0)
+		if (fault_parse(tok, &out[*n], err, errlen) < 0 ||
+		    fault_twice(out, *n, err, errlen) < 0)
 			return -1;
 		(*n)++;
+	}
+	return 0;
+}
+
+int topo_faults_check(const struct topo_config *cfg, uint32_t nodes, const char *whose,
+		      char *err, size_t errlen)
+{
+	struct topo_fault f[TOPO_MAX_FAULTS];
+	size_t n;
+	if (topo_faults_parse(cfg->faults, f, &n, err, errlen) < 0)
+		return -1;
+	uint32_t gpn = cfg->gpus_per_node, nics = cfg->nics_per_node;
+	char name[64];
+	for (size_t i = 0; i < n; i++) {
+		int nic = f[i].kind == TOPO_FAULT_NIC;
+		uint32_t per = nic ? nics : gpn;
+		if (f[i].node >= nodes)
+			return sim_errf(err, errlen, "cluster.faults: %s: %s %u node%s (node0 to "
+				    "node%u)", fault_name(&f[i], name, sizeof(name)), whose, nodes,
+				    nodes == 1 ? "" : "s", nodes - 1);
+		if (f[i].index >= per)
+			return sim_errf(err, errlen, "cluster.faults: %s: a node has %u %s (%s0 to "
+				    "%s%u; cluster.%s)", fault_name(&f[i], name, sizeof(name)),
+				    per, nic ? "NICs" : "GPUs", fault_kind(&f[i]),
+				    fault_kind(&f[i]), per - 1,
+				    nic ? "network.nics_per_node" : "gpus_per_node");
+		if (!nic && f[i].factor == 0)
+			return sim_errf(err, errlen, "cluster.faults: node%u.gpu%u.nvlink has failed: "
+				    "NVLink is that GPU's only link, so it has no route to the "
+				    "others (degrade it with =FRACTION, or leave the GPU out)",
+				    f[i].node, f[i].index);
+	}
+	/* A node with no working NIC has no route to the others. */
+	for (size_t i = 0; nodes > 1 && i < n; i++) {
+		uint32_t down = 0;
+		for (size_t j = 0; j < n; j++)
+			down += f[j].kind == TOPO_FAULT_NIC && f[j].node == f[i].node &&
+				f[j].factor == 0;
+		if (f[i].kind == TOPO_FAULT_NIC && down == nics)
+			return sim_errf(err, errlen, "cluster.faults: every NIC of node%u has failed: it "
+				    "has no route to the other nodes", f[i].node);
 	}
 	return 0;
 }
@@ -261,7 +356,7 @@ int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen)
 		return sim_errf(err, errlen, "cluster.network.nics_per_node: %u NICs for %u GPUs "
 			    "per node: expected at most one NIC per GPU", cfg->nics_per_node,
 			    cfg->gpus_per_node);
-	return 0;
+	return topo_faults_check(cfg, cfg->nodes, "the cluster has", err, errlen);
 }
 
 void topo_config_json(const struct topo_config *c, char *buf, size_t len)

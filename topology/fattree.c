@@ -40,8 +40,9 @@ struct fattree {
 				   * (0: failed); NULL without faults      */
 };
 
-/* The faults that apply to the nodes in use, checked; their factors in
- * nic_f[node * nics + k] and nvl_f[node * gpn + g] (1 where none). */
+/* The faults that apply to the nodes in use, checked (topo_faults_check);
+ * their factors in nic_f[node * nics + k] and nvl_f[node * gpn + g] (1
+ * where none). */
 static int faults_apply(const struct topo *t, uint32_t nodes, double **nic_f, double **nvl_f,
 			char *err, size_t errlen)
 {
@@ -51,7 +52,8 @@ static int faults_apply(const struct topo *t, uint32_t nodes, double **nic_f, do
 	*nic_f = *nvl_f = NULL;
 	if (!c->faults[0])
 		return 0;
-	if (topo_faults_parse(c->faults, f, &n, err, errlen) < 0)
+	if (topo_faults_check(c, nodes, "the run uses", err, errlen) < 0 ||
+	    topo_faults_parse(c->faults, f, &n, err, errlen) < 0)
 		return -1;
 	if (!n)
 		return 0;
@@ -62,34 +64,9 @@ static int faults_apply(const struct topo *t, uint32_t nodes, double **nic_f, do
 		nf[i] = 1;
 	for (size_t i = 0; i < (size_t)nodes * gpn; i++)
 		gf[i] = 1;
-	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
+	for (size_t i = 0; i < n; i++) {
 		int nic = f[i].kind == TOPO_FAULT_NIC;
-		uint32_t per = nic ? nics : gpn;
-		if (f[i].node >= nodes || f[i].index >= per)
-			rc = sim_errf(err, errlen, "cluster.faults: node%u.%s%u: the job has %u nodes of "
-				      "%u %s", f[i].node, nic ? "nic" : "gpu", f[i].index, nodes, per,
-				      nic ? "NICs" : "GPUs");
-		else if (!nic && f[i].factor == 0)
-			rc = sim_errf(err, errlen, "cluster.faults: node%u.gpu%u.nvlink has failed: "
-				      "NVLink is that GPU's only link, so it has no route to the "
-				      "others (degrade it with =FRACTION, or leave the GPU out)",
-				      f[i].node, f[i].index);
-		else
-			(nic ? nf : gf)[(size_t)f[i].node * per + f[i].index] = f[i].factor;
-	}
-	for (uint32_t node = 0; rc == 0 && nodes > 1 && node < nodes; node++) {
-		uint32_t up = 0;
-		for (uint32_t k = 0; k < nics; k++)
-			up += nf[(size_t)node * nics + k] > 0;
-		if (!up)
-			rc = sim_errf(err, errlen, "cluster.faults: every NIC of node%u has failed: it "
-				      "has no route to the other nodes", node);
-	}
-	if (rc) {
-		free(nf);
-		free(gf);
-		return -1;
+		(nic ? nf : gf)[(size_t)f[i].node * (nic ? nics : gpn) + f[i].index] = f[i].factor;
 	}
 	*nic_f = nf, *nvl_f = gf;
 	return 0;

@@ -45,9 +45,11 @@ struct topo_fault {
 };
 #define TOPO_MAX_FAULTS 32
 
-/* Parse cluster.faults' text; 0, or -1 with err naming the item. */
+/* Parse cluster.faults' text (a link listed twice is an error); 0, or -1
+ * with err naming the item. */
 int topo_faults_parse(const char *text, struct topo_fault *out, size_t *n, char *err,
 		      size_t errlen);
+
 
 enum topo_kind {
 	TOPO_IDEAL,     /* every pair of ranks joined by its own link (α, W)     */
@@ -89,7 +91,18 @@ struct topo_config {
 int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		    char *err, size_t errlen);
 
-/* Cross-key checks (positive bandwidths, NICs, known GPU). 0 or -1 with err. */
+/*
+ * Check cluster.faults against the first `nodes` nodes of cfg: every link
+ * exists (node below nodes, NIC or GPU within the node), and every GPU keeps
+ * a route (no failed NVLink; with several nodes, a working NIC in each).
+ * whose starts the message of a node out of range ("the cluster has": the
+ * load-time check of topo_config_check; "the run uses": the nodes a
+ * topology is built on). 0, or -1 with err.
+ */
+int topo_faults_check(const struct topo_config *cfg, uint32_t nodes, const char *whose,
+		      char *err, size_t errlen);
+
+/* Cross-key checks (positive bandwidths, NICs, known GPU, faults). 0 or -1 with err. */
 int topo_config_check(const struct topo_config *cfg, char *err, size_t errlen);
 /* GPUs of a node (1 on the ideal cluster, where each rank is a node) and
  * of the whole cluster. */

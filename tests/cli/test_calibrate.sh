@@ -203,7 +203,7 @@ expect_bad "gemm without --gpu" "--gpu PRESET is required" gemm "$H200"
 expect_bad "gemm unknown gpu" "unknown GPU preset 'H900'" gemm "$H200" --gpu H900
 expect_bad "gemm no file" "expected one measured table" gemm --gpu H200-SXM-141GB
 expect_bad "gemm missing column" "nocol.csv:1: no column 'ms'" gemm "$T/nocol.csv" --gpu H200-SXM-141GB
-expect_bad "gemm bad number" "badrow.csv:3: column 'K': expected a number" gemm "$T/badrow.csv" --gpu H200-SXM-141GB
+expect_bad "gemm bad number" "badrow.csv:3: column 'K': expected a decimal number" gemm "$T/badrow.csv" --gpu H200-SXM-141GB
 expect_bad "gemm faster than the GPU" "does not belong to this GPU" gemm "$H200" --gpu A100-SXM-80GB
 expect_bad "gemm unknown tables" "no such table" gemm "$H200" --gpu H200-SXM-141GB --tables nope -o "$T/p.yaml"
 finish

@@ -57,7 +57,9 @@ all=node0.nic0
 for k in 1 2 3 4 5 6 7; do all="$all,node0.nic$k"; done
 expect2 "every NIC of node0 has failed" coll --set "cluster.faults=$all"
 expect2 "node0.gpu3.nvlink has failed" coll --set cluster.faults=node0.gpu3.nvlink
-expect2 "cluster.faults: node5.nic0: the job has 2 nodes" coll --set cluster.faults=node5.nic0
+expect2 "cluster.faults: node5.nic0: the cluster has 2 nodes" coll --set cluster.faults=node5.nic0
+expect2 "node0.nic1 is listed twice" coll --set "cluster.faults=node0.nic1, node0.nic1=0.5"
+expect2 "cluster.faults: node0.nic8: a node has 8 NICs" coll --set cluster.faults=node0.nic8
 expect2 "cluster.faults: 'node0.port1'" coll --set cluster.faults=node0.port1
 expect2 "after '='" coll --set "cluster.faults=node0.nic1=1.5"
 expect2 "the ideal cluster has no NICs" "$CS" collective --ranks 8 -b 1MB -e 1MB --set cluster.faults=node0.nic0

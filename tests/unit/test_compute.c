@@ -836,8 +836,30 @@ START_TEST(test_malformed_number)
 	char want[512];
 
 	snprintf(want, sizeof want, "%s/calibration/%s/gemm.csv:3: column 'ms': expected a "
-		 "number, got 'x'", dir, H200);
+		 "decimal number, got 'x'", dir, H200);
 	load_fails(0, H200, 0, H200, PAR_BF16, dir, want, NULL);
+	rm_tree(dir);
+	/* Hexadecimal is not the number grammar of a table either. */
+	dir = temp_table(H200, GEMM_HEAD GEMM_ROW1
+			 "2048,512,attn_out,fwd,512,2048,2048,4.29497e+09,1.25829e+07,"
+			 "341.333,0x1p-5,0.011776,0.118048,100,349.525,0.353413,0.514267\n"
+			 GEMM_ROW2);
+	load_fails(0, H200, 0, H200, PAR_BF16, dir, "gemm.csv:3: column 'ms': expected a "
+		   "decimal number, got '0x1p-5'", NULL);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A time so long that the efficiency rounds to 0 made the fits' ratios NaN,
+ * which fmin(1, NaN) turned into an efficiency of 1: refused at its line. */
+START_TEST(test_efficiency_underflow)
+{
+	const char *dir = temp_table(H200, GEMM_HEAD GEMM_ROW1
+				     "2048,512,attn_out,fwd,512,2048,2048,4.29497e+09,1.25829e+07,"
+				     "341.333,1e308,0.011776,0.118048,100,349.525,0.353413,0.514267\n"
+				     GEMM_ROW2);
+	load_fails(0, H200, 0, H200, PAR_BF16, dir, "gemm.csv:3: 0 of the H200-SXM-141GB's "
+		   "datasheet bf16 peak", "at least 1e-09");
 	rm_tree(dir);
 }
 END_TEST
@@ -931,6 +953,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(errors, test_fp8_a100_fails);
 	tcase_add_test(errors, test_bad_settings_fail);
 	tcase_add_test(errors, test_malformed_number);
+	tcase_add_test(errors, test_efficiency_underflow);
 	tcase_add_test(errors, test_malformed_rows);
 	tcase_add_test(errors, test_missing_table);
 	tcase_add_test(errors, test_unknown_table_gpu);

@@ -249,6 +249,38 @@ START_TEST(alone_is_run)
 }
 END_TEST
 
+/* A job that starts so late that the other would run past
+ * PAR_JOBS_MAX_STEPS steps together is refused before the run together:
+ * the ready call (which opens the database) is never made. */
+static int ready_calls;
+static int count_ready(void *ctx, char *err, size_t errlen)
+{
+	(void)ctx, (void)err, (void)errlen;
+	ready_calls++;
+	return 0;
+}
+
+START_TEST(late_start_bounded)
+{
+	struct two t;
+	char err[1024] = "";
+	two_load(&t, 2, 1, "none", 0, 2);
+	t.run.ready = count_ready;
+	ready_calls = 0;
+	t.job[1].start_ps = 86400 * SIM_PS_PER_S;  /* 1 day */
+	ck_assert_int_eq(par_jobs_run(&t.run, &t.res, err, sizeof err), PAR_JOBS_TOO_LONG);
+	ck_assert_msg(strstr(err, "job a (steps of") && strstr(err, "until job b (start 86400 s)") &&
+		      strstr(err, "at most sim.steps + 10000"), "%s", err);
+	ck_assert_int_eq(ready_calls, 0);
+	par_jobs_result_free(&t.res);
+	/* Within the bound, ready is called once, before the run together. */
+	t.job[1].start_ps = 50 * 1000000000LL;    /* 50 ms */
+	ck_assert_msg(par_jobs_run(&t.run, &t.res, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(ready_calls, 1);
+	two_free(&t);
+}
+END_TEST
+
 /* Placement and fidelity are checked before anything runs. */
 START_TEST(plan_errors)
 {
@@ -284,6 +316,7 @@ static Suite *jobs_suite(void)
 	tcase_add_test(tc, start_offset);
 	tcase_add_test(tc, alone_is_run);
 	tcase_add_test(tc, plan_errors);
+	tcase_add_test(tc, late_start_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

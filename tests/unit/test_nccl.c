@@ -156,8 +156,31 @@ START_TEST(test_read_refused)
 			 "    0.05     abc      0    20.00    0.05    0.09      0\n",
 		"a.txt:2: busbw");
 
+	/* A row is never dropped: one too long to split, or with hexadecimal
+	 * where a number goes, is an error at its line. */
+	char longrow[1400], word[1201];
+	memset(word, 'x', sizeof(word) - 1);
+	word[sizeof(word) - 1] = 0;
+	snprintf(longrow, sizeof(longrow), "%s        2048 %s\n", HEADER, word);
+	refused("a.txt", longrow, "a.txt:2: a row of more than");
+	refused("a.txt", HEADER "        1024           256     float     sum      -1    0x14"
+			 "    0.05    0.09      0    20.00    0.05    0.09      0\n",
+		"a.txt:2: out-of-place time");
+	refused("a.txt", HEADER "        1e3.5          256     float     sum      -1    20.00"
+			 "    0.05    0.09      0    20.00    0.05    0.09      0\n",
+		"a.txt:2: size: expected a whole number of bytes, got '1e3.5'");
+
 	struct nccl_log log;
 	char err[256];
+	/* Sizes take the number grammar: 2e6 is a row, not a note to skip. */
+	ck_assert_msg(parse(&log, "e.txt", HEADER "        1024           256     float     sum"
+			    "      -1    20.00    0.05    0.09      0    20.00    0.05    0.09      0\n"
+			    "         2e6        500000     float     sum      -1    90.00    0.05"
+			    "    0.09      0    90.00    0.05    0.09      0\n", err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(log.nrows, 2);
+	ck_assert_double_eq(log.rows[1].bytes, 2e6);
+	nccl_log_free(&log);
 	const char nul[] = "#  size count type time\n12\0 3 float 5\n";
 	ck_assert_int_eq(nccl_log_parse(&log, "b.bin", nul, sizeof(nul) - 1, err, sizeof(err)),
 			 -1);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "parallel/model.h"
 #include "scenarios/scenario.h"
@@ -790,7 +791,64 @@ static const struct bad_case bad_cases[] = {
 	  .want = { "two-documents.yaml:8:", "expected one YAML document" } },
 	{ .name = "alias",
 	  .yaml = "cluster:\n  preset: &p ideal\nmodel:\n  preset: *p\n",
-	  .want = { "alias.yaml:4:", "aliases" } },
+	  .want = { "alias.yaml:4:", "aliases" } },	/* one decimal number grammar: no hex, inf or nan, as counts and sizes */
+	{ .name = "hex-ratio",
+	  .set = "cluster.network.oversubscription=0x10",
+	  .want = { "cluster.network.oversubscription", "expected a decimal number", "'0x10'" } },
+	{ .name = "hex-float",
+	  .yaml = MINIMAL "model.moe.skew: 0x1p4\n",
+	  .want = { "hex-float.yaml:8:", "model.moe.skew", "expected a decimal number",
+		    "'0x1p4'" } },
+	{ .name = "hex-count",
+	  .yaml = MINIMAL "parallel:\n  tp: 0x1\n",
+	  .want = { "hex-count.yaml:9:", "parallel.tp", "expected a whole number", "'0x1'" } },
+	{ .name = "inf-number",
+	  .set = "parallel.offload.cpu_adam=inf",
+	  .want = { "parallel.offload.cpu_adam", "expected a decimal number", "'inf'" } },
+	{ .name = "nan-number",
+	  .set = "variability.straggler_slowdown=nan",
+	  .want = { "variability.straggler_slowdown", "expected a decimal number", "'nan'" } },
+	{ .name = "hex-efficiency",
+	  .set = "compute.efficiency=0x1",
+	  .want = { "compute.efficiency", "expected a decimal number", "'0x1'" } },
+	{ .name = "inf-efficiency",
+	  .set = "compute.efficiency=INF",
+	  .want = { "compute.efficiency", "expected a decimal number", "'INF'" } },
+	{ .name = "count-fraction-exponent",
+	  .set = "training.seq=2.5e0",
+	  .want = { "training.seq", "expected a whole number", "'2.5e0'" } },
+	/* texts are refused past their limit, not cut */
+	{ .name = "long-description",
+	  .yaml = MINIMAL "model.description: "
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+	  .want = { "long-description.yaml:8:", "model.description: at most 127 characters, "
+		    "got 128" } },
+	/* invalid UTF-8: the line it is on, not line 1 */
+	{ .name = "utf8",
+	  .yaml = MINIMAL "sim:\n  steps: 1\n# caf\xe9\n",
+	  .want = { "utf8.yaml:10:", "YAML syntax", "UTF-8" } },
+	/* faults name links the cluster has, each once (checked at load) */
+	{ .name = "fault-node",
+	  .yaml = "cluster:\n  preset: dgx-h100\n  nodes: 2\n  faults: node2.nic0\n" GPT_8,
+	  .want = { "fault-node.yaml: ", "cluster.faults: node2.nic0: the cluster has 2 nodes "
+		    "(node0 to node1)" } },
+	{ .name = "fault-gpu",
+	  .yaml = "cluster:\n  preset: dgx-h100\n  faults: node0.gpu8.nvlink=0.5\n" GPT_8,
+	  .want = { "fault-gpu.yaml: ", "node0.gpu8.nvlink: a node has 8 GPUs",
+		    "cluster.gpus_per_node" } },
+	{ .name = "fault-twice",
+	  .set = "cluster.faults=node0.gpu1.nvlink=0.5,node0.gpu1.nvlink=0.25",
+	  .want = { "cluster.faults: node0.gpu1.nvlink is listed twice" } },
+	{ .name = "fault-sign",
+	  .set = "cluster.faults=node-1.nic0",
+	  .want = { "cluster.faults: 'node-1.nic0': expected nodeN.nicK" } },
+	/* the micro-batches of a replica are bounded */
+	{ .name = "micro-batches",
+	  .yaml = CLUSTER_IDEAL "model:\n  preset: gpt3-1.3b\n"
+		  "training:\n  seq: 2048\n  global_batch: 4097\n",
+	  .want = { "micro-batches.yaml: ", "training.global_batch", "4097 micro-batches per "
+		    "replica: at most 4096" } },
 };
 
 START_TEST(bad_input)
@@ -828,6 +886,68 @@ START_TEST(minimal_is_good)
 		 (const char *const[]){ "/nonexistent/scenario.yaml", "cannot read", NULL });
 	load_bad("no file, no sets", NULL, NULL, 0,
 		 (const char *const[]){ "--set", "cluster.preset: required", NULL });
+}
+END_TEST
+
+/* Counts take any decimal literal whose value is whole; 4096 micro-batches
+ * per replica are allowed. */
+START_TEST(numbers_in_decimal)
+{
+	char path[256];
+	struct scn s;
+	put(path, sizeof path, "dec.yaml", CLUSTER_IDEAL "model:\n  preset: gpt3-1.3b\n"
+	    "training:\n  seq: 2.048e3\n  global_batch: 4096\n");
+	const char *sets[] = { "cluster.nodes=1e0", "model.moe.skew=.5",
+			       "cluster.network.oversubscription=1.5e0" };
+	load_ok(&s, path, sets, NSETS(sets));
+	ck_assert_uint_eq(s.training.seq, 2048);
+	ck_assert_uint_eq(s.training.global_batch, 4096);
+	ck_assert_uint_eq(s.cluster.nodes, 1);
+	ck_assert_double_eq(s.model.moe.skew, 0.5);
+	ck_assert_double_eq(s.cluster.oversub, 1.5);
+}
+END_TEST
+
+/* A file is read once, so a pipe works: the scenario comes through one. */
+START_TEST(read_from_pipe)
+{
+	int fd[2];
+	ck_assert_int_eq(pipe(fd), 0);
+	const char *text = MINIMAL;
+	ck_assert_int_eq(write(fd[1], text, strlen(text)), (ssize_t)strlen(text));
+	close(fd[1]);
+	char path[64];
+	snprintf(path, sizeof path, "/dev/fd/%d", fd[0]);
+	struct scn_jobs js;
+	char err[SCN_ERRLEN] = "";
+	ck_assert_msg(scn_load_jobs(&js, path, NULL, 0, err, sizeof err) == 0, "%s", err);
+	ck_assert_uint_eq(js.top.training.seq, 2048);
+	scn_jobs_free(&js);
+	close(fd[0]);
+}
+END_TEST
+
+/* Many keys: reading finds a twin at the end (a hash set, not a scan) and
+ * names its first line; distinct keys are never taken for twins. */
+START_TEST(many_keys)
+{
+	enum { N = 50000 };
+	size_t cap = strlen(MINIMAL) + 16 + (size_t)N * 24, n = 0;
+	char *text = malloc(cap), path[256];
+	ck_assert_ptr_nonnull(text);
+	n += (size_t)snprintf(text + n, cap - n, "%sbulk:\n", MINIMAL);
+	for (int i = 0; i < N; i++)
+		n += (size_t)snprintf(text + n, cap - n, "  k%d: %d\n", i, i);
+	put(path, sizeof path, "distinct.yaml", text);
+	load_bad("distinct keys", path, NULL, 0,
+		 (const char *const[]){ "distinct.yaml:9:", "unknown key bulk.k0", NULL });
+	snprintf(text + n, cap - n, "  k%d: again\n", N / 2);
+	put(path, sizeof path, "twin.yaml", text);
+	char want[128];
+	snprintf(want, sizeof want, "twin.yaml:%d: bulk.k%d is given twice (first on line %d)",
+		 9 + N, N / 2, 9 + N / 2);
+	load_bad("a twin at the end", path, NULL, 0, (const char *const[]){ want, NULL });
+	free(text);
 }
 END_TEST
 
@@ -1139,6 +1259,9 @@ static Suite *scenario_suite(void)
 	tcase_add_loop_test(bad, bad_input, 0, (int)NSETS(bad_cases));
 	tcase_add_test(bad, minimal_is_good);
 	tcase_add_test(bad, set_does_not_validate);
+	tcase_add_test(bad, numbers_in_decimal);
+	tcase_add_test(bad, read_from_pipe);
+	tcase_add_test(bad, many_keys);
 	suite_add_tcase(s, bad);
 	TCase *jobs = tcase_create("jobs");
 	tcase_add_unchecked_fixture(jobs, tmp_setup, tmp_teardown);

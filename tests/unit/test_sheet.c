@@ -63,7 +63,7 @@ START_TEST(test_read_by_name)
 	ck_assert_msg(strstr(err, "a.csv:5: column 'value': expected a positive number"), "%s",
 		      err);
 	ck_assert_int_eq(sheet_pos(&sh, 0, col[1], &v, err, sizeof(err)), -1);
-	ck_assert_msg(strstr(err, "a.csv:2: column 'id': expected a number, got 'x'"), "%s", err);
+	ck_assert_msg(strstr(err, "a.csv:2: column 'id': expected a decimal number, got 'x'"), "%s", err);
 	ck_assert_int_eq(sheet_col(&sh, "nope", err, sizeof(err)), -1);
 	ck_assert_msg(strstr(err, "a.csv:1: no column 'nope'"), "%s", err);
 	sheet_free(&sh);
@@ -96,6 +96,32 @@ START_TEST(test_refused)
 	ck_assert_msg(strstr(err, "quote.csv:"), "%s", err);
 	ck_assert_int_eq(sheet_read(&sh, dir, "missing.csv", err, sizeof(err)), -1);
 	ck_assert_msg(strstr(err, "cannot open") && strstr(err, "missing.csv"), "%s", err);
+	/* A column named twice would be read from its first field alone. */
+	put("twice.csv", "M,ms,N,ms\n1,2,3,4\n");
+	ck_assert_int_eq(sheet_read(&sh, dir, "twice.csv", err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "twice.csv:1: column 'ms' is named twice (fields 2 and 4)"),
+		      "%s", err);
+}
+END_TEST
+
+/* Cells are numbers in the one decimal grammar (sim_number_parse): no hex,
+ * inf or nan; 2e6 is a number. */
+START_TEST(test_number_grammar)
+{
+	struct sheet sh;
+	char err[256];
+	double v;
+	put("n.csv", "x\n2e6\n0x10\ninf\nnan\n1.5 \n");
+	ck_assert_msg(sheet_read(&sh, dir, "n.csv", err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(sheet_pos(&sh, 0, 0, &v, err, sizeof(err)), 0);
+	ck_assert_double_eq(v, 2e6);
+	for (size_t r = 1; r <= 3; r++) {
+		ck_assert_int_eq(sheet_pos(&sh, r, 0, &v, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, "expected a decimal number"), "row %zu: %s", r, err);
+	}
+	ck_assert_int_eq(sheet_pos(&sh, 4, 0, &v, err, sizeof(err)), 0);
+	ck_assert_double_eq(v, 1.5);
+	sheet_free(&sh);
 }
 END_TEST
 
@@ -106,6 +132,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_read_by_name);
 	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_number_grammar);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

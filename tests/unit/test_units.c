@@ -432,6 +432,84 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* ---- the one number grammar: sim_number_parse, sim_whole_parse ---------- */
+
+START_TEST(test_number_grammar)
+{
+	static const struct { const char *text; double want; } good[] = {
+		{ "0", 0 }, { "16", 16 }, { "0.5", 0.5 }, { ".5", 0.5 }, { "5.", 5 },
+		{ "1e6", 1e6 }, { "1.5E-3", 1.5e-3 }, { "+2", 2 }, { "-1.25", -1.25 },
+		{ " 3 ", 3 }, { "-0", 0 },
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		double v = -42;
+		char err[256] = "";
+		ck_assert_msg(sim_number_parse(good[i].text, &v, err, sizeof(err)) == 0,
+			      "'%s' refused: %s", good[i].text, err);
+		ck_assert_msg(v == good[i].want && !signbit(v) == !(good[i].want < 0),
+			      "'%s' = %.17g, expected %.17g", good[i].text, v, good[i].want);
+	}
+	/* strtod's extras are not numbers here: hexadecimal (with a binary
+	 * exponent), infinities, NaN, trailing text, an exponent without digits. */
+	static const char *const bad[] = {
+		"0x10", "0x1p4", "0X1P-2", "inf", "-inf", "infinity", "nan", "NaN", "nan(1)",
+		"1e", "1e+", "e5", ".", "", " ", "1.5x", "1 2", "--1", "1e400", "1,5", "0b1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		double v = 42;
+		char err[256] = "";
+		ck_assert_msg(sim_number_parse(bad[i], &v, err, sizeof(err)) == -1,
+			      "'%s' accepted as %.17g", bad[i], v);
+		ck_assert_msg(v == 42, "'%s' wrote %.17g on error", bad[i], v);
+		ck_assert_msg(*err, "'%s': no message", bad[i]);
+	}
+	double v;
+	char err[256];
+	ck_assert_int_eq(sim_number_parse("0x10", &v, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "'0x10' is not a decimal number"), "%s", err);
+	ck_assert_int_eq(sim_number_parse("1e400", &v, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "out of range"), "%s", err);
+	ck_assert_int_eq(sim_number_parse("0x10", &v, NULL, 0), -1);  /* err may be NULL */
+}
+END_TEST
+
+START_TEST(test_whole_grammar)
+{
+	static const struct { const char *text; unsigned long long want; } good[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "1e6", 1000000 }, { "2048.0", 2048 },
+		{ "+8", 8 }, { "18446744073709551615", ULLONG_MAX },
+		{ "9007199254740992", 9007199254740992ull }, { "1e15", 1000000000000000ull },
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		unsigned long long n = 42;
+		char err[256] = "";
+		ck_assert_msg(sim_whole_parse(good[i].text, ULLONG_MAX, &n, err, sizeof(err)) == 0,
+			      "'%s' refused: %s", good[i].text, err);
+		ck_assert_msg(n == good[i].want, "'%s' = %llu, expected %llu", good[i].text, n,
+			      good[i].want);
+	}
+	static const char *const bad[] = {
+		"1.5", "-1", "-0.5", "0x8", "inf", "nan", "eight", "1e20", "18446744073709551616",
+		"2e-1", "", "8 GPUs",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unsigned long long n = 42;
+		char err[256] = "";
+		ck_assert_msg(sim_whole_parse(bad[i], ULLONG_MAX, &n, err, sizeof(err)) == -1,
+			      "'%s' accepted as %llu", bad[i], n);
+		ck_assert_msg(n == 42, "'%s' wrote %llu on error", bad[i], n);
+	}
+	unsigned long long n;
+	char err[256];
+	ck_assert_int_eq(sim_whole_parse("4097", 4096, &n, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "above 4096"), "%s", err);
+	ck_assert_int_eq(sim_whole_parse("5e3", 4096, &n, err, sizeof(err)), -1);
+	ck_assert_int_eq(sim_whole_parse("4096", 4096, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(sim_whole_parse("1.5", 10, &n, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "'1.5' is not a whole number"), "%s", err);
+}
+END_TEST
+
 static Suite *units_suite(void)
 {
 	Suite *s = suite_create("units");
@@ -454,6 +532,8 @@ static Suite *units_suite(void)
 	tcase_add_test(parse, test_wrong_kind);
 	tcase_add_test(parse, test_error_buffer);
 	tcase_add_test(parse, test_expect);
+	tcase_add_test(parse, test_number_grammar);
+	tcase_add_test(parse, test_whole_grammar);
 	tcase_add_test(format, test_format_bytes);
 	tcase_add_test(format, test_format_rate_time_flops);
 	tcase_add_test(format, test_format_small_buffer);
