@@ -524,6 +524,9 @@ static Suite *collectives_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("plans");
+	/* Every algorithm at every size to p = PMAX: a few seconds alone, more
+	 * on a loaded machine (Check's default is 4 s). */
+	tcase_set_timeout(tc, 60);
 	int nalgos = 0;
 	while (coll_algos[nalgos])
 		nalgos++;
