@@ -1294,16 +1294,21 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 {
 	uint32_t n = p->n;
 	int rc = 0;
+	/* Replica 0 stands for the others: all are marked absent before any
+	 * rank starts, since a rank may join a collective as it starts (a
+	 * sharded strategy's first gather) and the group's present members
+	 * decide whether it has all joined. */
+	for (uint32_t r = 0; t->symmetry_dp && r < n; r++) {
+		struct par_coords c;
+		par_coords_of(&p->d, r, &c);
+		if (c.dp != 0)
+			sim_rank_absent(sim, r);
+	}
 	for (uint32_t s = 0; s < (t->steps ? t->steps : 1) && rc == 0; s++) {
 		last->t0 = sim_now(sim);
 		for (uint32_t r = 0; r < n; r++) {
-			struct par_coords c;
-			par_coords_of(&p->d, r, &c);
-			if (t->symmetry_dp && c.dp != 0) {  /* replica 0 stands for it */
-				if (s == 0)
-					sim_rank_absent(sim, r);
+			if (!sim_rank_present(sim, r))
 				continue;
-			}
 			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
 			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
 			par_place_start(p, sim, r);

@@ -1059,7 +1059,10 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 
 void sim_rank_absent(struct sim *sim, uint32_t rank)
 {
-	BUG_ON(rank >= sim->nranks || sim->ranks[rank].prog);
+	/* Every absent rank before the first start: a rank may join a
+	 * collective as it starts, and its group's present members are
+	 * counted then (sim_group_present). */
+	BUG_ON(rank >= sim->nranks || sim->ranks[rank].prog || sim->ranks_started);
 	if (!sim->absent)
 		sim->absent = xcalloc(sim->nranks, 1);
 	sim->absent[rank] = 1;
