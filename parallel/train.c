@@ -252,7 +252,10 @@ void par_b_wait(struct builder *b, uint32_t op)
 	for (unsigned i = 0; i < b->nwaits; i++)
 		if (b->waits[i] == op)
 			return;
-	BUG_ON(b->nwaits == PAR_B_MAX_WAITS);
+	if (b->nwaits == b->waitcap) {
+		b->waitcap = b->waitcap ? 2 * b->waitcap : 8;
+		b->waits = xreallocarray(b->waits, b->waitcap, sizeof(*b->waits));
+	}
 	b->waits[b->nwaits++] = op;
 }
 
@@ -780,7 +783,9 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	free(b->gather);
 	free(b->moe_factor);
 	free(b->moe_dropped);
+	free(b->waits);
 	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
+	b->waits = NULL, b->nwaits = b->waitcap = 0;
 	return b->prog;
 }
 
