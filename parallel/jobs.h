@@ -87,7 +87,8 @@ struct par_jobs_result {
 int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
 		  size_t errlen);
 
-/* Plan, then run every job alone and all together. 0, or -1 with err. */
+/* Plan, then run every job alone and all together. 0, or -1 with err, or
+ * PAR_RUN_CLOCK with err (a time passed the simulated clock: train.h). */
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen);
 
 void par_jobs_result_free(struct par_jobs_result *r);

@@ -1359,6 +1359,8 @@ int par_train_simulate(const struct par_train *t, struct par_report *out, char *
 	int rc = run_steps(t, sim, &p, &end, &last, step_s);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(sim));
+		if (sim_failed_clock(sim))
+			rc = PAR_RUN_CLOCK;
 	} else {
 		report_run(t, sim, end - t0, &last, out);
 		out->step_times = NULL;

@@ -430,6 +430,12 @@ const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank
  */
 int sim_run(struct sim *sim);
 const char *sim_error(const struct sim *sim);
+/* The run failed because a time would have passed the clock's range
+ * (SIM_PS_MAX, about 106.75 days; sim/util.h): durations saturate there and
+ * the first event due at it fails the run. The cause is the input (a
+ * latency, bandwidth, efficiency or size beyond what can be simulated), so
+ * the tools report it as bad input. */
+int sim_failed_clock(const struct sim *sim);
 
 /*
  * Check that a collective can run on a group, before running anything:

@@ -503,8 +503,11 @@ static int run_run(struct cli_args *a)
 			return rc;
 		}
 	}
-	if (r.memory.fits && par_train_simulate(&t, &r, err, sizeof(err)) < 0) {
-		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
+	int sim_rc = r.memory.fits ? par_train_simulate(&t, &r, err, sizeof(err)) : 0;
+	if (sim_rc < 0) {
+		/* Past the simulated clock the input is the cause: bad input. */
+		rc = cli_error(a, sim_rc == PAR_RUN_CLOCK ? CLI_BADINPUT : CLI_FAIL,
+			       "%s: the step could not finish: %s", s.path, err);
 	} else if (st && filter.keep && !filter.keep[filter.last]) {
 		struct par_report again;  /* the same run, recording the last rank */
 		filter.second = 1;

@@ -406,8 +406,10 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		return rc;
 	if (fits) {
 		par_jobs_result_free(&c->res);
-		if (par_jobs_run(&c->run, &c->res, err, sizeof(err)) < 0)
-			rc = cli_error(a, CLI_FAIL, "%s: the jobs could not finish: %s", path, err);
+		int jrc = par_jobs_run(&c->run, &c->res, err, sizeof(err));
+		if (jrc < 0)  /* past the simulated clock the input is the cause */
+			rc = cli_error(a, jrc == PAR_RUN_CLOCK ? CLI_BADINPUT : CLI_FAIL,
+				       "%s: the jobs could not finish: %s", path, err);
 	}
 	rows_of(c);
 	if (!rc && c->st && store_results(c) < 0) {

@@ -8,6 +8,10 @@
 #   - sim.symmetry dp with the sharded strategies (ZeRO-3, FSDP, HSDP),
 #     whose first op is a collective joined as the rank starts: it runs,
 #     and in analytic fidelity gives the exact step;
+#   - times past the int64 picosecond clock (2^63 ps, about 106.75 days): a
+#     huge latency, a tiny bandwidth or efficiency, a fault factor of
+#     1e-300, `collective --bw 1B/s`: exit 2 naming the clock's limit, the
+#     run stored as failed;
 # Prints "N passed, N failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
@@ -68,5 +72,51 @@ for s in "zero3:--set parallel.zero=3" \
 	[ -n "$a" ] && [ "$a" = "$b" ] && ok "$sn: the collapsed analytic step is the exact one ($a s)" ||
 		bad "$sn: collapsed $b s, exact $a s"
 done
+
+# ---- the clock's range ------------------------------------------------------------
+# clock NAME COMMAND...: exits 2, names the limit, no BUG.
+clock() {
+	name=$1; shift
+	"$CS" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	if [ $rc -eq 2 ] && grep -q "simulated clock's limit of 106.75 days" "$T/err" &&
+	   ! grep -q BUG "$T/err"; then ok "$name: exit 2, past the clock"
+	else bad "$name: exit $rc: $(head -c 300 "$T/err")"; fi
+}
+clock "network latency 1e9 s" run "$B" --set cluster.nodes=2 --set training.global_batch=16 \
+	--set cluster.network.latency=1e9s
+clock "NVLink latency 1e9 s" run "$B" --set cluster.nvlink.latency=1e9s
+clock "NVLink bandwidth 1 B/s" run "$B" --set cluster.nvlink.bandwidth=1B/s
+clock "NVLink bandwidth 1 B/s, analytic" run "$B" --set cluster.nvlink.bandwidth=1B/s \
+	--fidelity analytic
+clock "network bandwidth 1 B/s" run "$B" --set cluster.nodes=2 --set training.global_batch=16 \
+	--set cluster.network.bandwidth=1B/s
+clock "compute.efficiency 1e-12" run "$B" --set compute.efficiency=1e-12
+clock "compute.efficiency 1e-12, analytic" run "$B" --set compute.efficiency=1e-12 \
+	--fidelity analytic
+clock "a fault factor of 1e-300" run "$B" --set cluster.faults=node0.gpu2.nvlink=1e-300
+clock "collective --bw 1B/s" collective -n 4 --bw 1B/s
+clock "collective --bw 1B/s, analytic" collective -n 4 --bw 1B/s --fidelity analytic
+clock "collective --alpha 1e9s" collective -n 4 --alpha 1e9s
+"$CS" run "$B" --set compute.efficiency=1e-12 >/dev/null 2>"$T/err"
+grep -q "op 'embed.mb0.fwd.embed'" "$T/err" && ok "the message names the op" ||
+	bad "the op is not named: $(cat "$T/err")"
+"$CS" run "$B" --set cluster.nvlink.bandwidth=1B/s >/dev/null 2>"$T/err"
+grep -q "a transfer of [0-9]* bytes from rank [0-9]* to rank [0-9]* (latency 1e-06 s, 1 B/s)" "$T/err" &&
+	ok "the message names the transfer" || bad "the transfer is not named: $(cat "$T/err")"
+# A sequence of 1e9 tokens: its kernels' times saturate, the memory check
+# answers first (exit 3), no BUG.
+"$CS" run "$B" --set training.seq=1000000000 >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 3 ] && ! grep -q BUG "$T/err" && ok "training.seq 1e9: out of memory, exit 3" ||
+	bad "training.seq 1e9: exit $rc: $(cat "$T/err")"
+# Stored: the run is marked failed with the message; nothing else is left.
+"$CS" run "$B" --set compute.efficiency=1e-12 --db "$T/c.db" >/dev/null 2>&1
+if command -v sqlite3 >/dev/null 2>&1; then
+	st=$(sqlite3 "$T/c.db" "select status from runs where error like '%simulated clock%'")
+	n=$(sqlite3 "$T/c.db" "select count(*) from timeline")
+	[ "$st" = failed ] && [ "$n" = 0 ] && ok "the stored run is failed, with the message" ||
+		bad "stored: status '$st', $n timeline rows"
+fi
 
 finish
