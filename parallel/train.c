@@ -31,6 +31,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1216,7 +1217,14 @@ double par_draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
 	}
 	if (d == PAR_DIST_GAMMA) {
 		double k = 1 / (cv * cv);    /* shape k, scale 1/k: mean 1 */
-		return gsl_ran_gamma(rng, k, 1 / k);
+		double x = gsl_ran_gamma(rng, k, 1 / k);
+		/* Below shape 1, GSL draws Gamma(1 + k) U^(1/k), which underflows
+		 * to 0 (or a subnormal) for a small U: at cv 10 (k = 0.01), one
+		 * draw in 1,256. The true draw is then below DBL_MIN, and any
+		 * factor under 1e-19 makes every kernel (at most 2^63 ps) round
+		 * to 0 ps, so DBL_MIN stands for it exactly, and the draw stays
+		 * positive as the engine's scale must be. */
+		return x > DBL_MIN ? x : DBL_MIN;
 	}
 	return 1;
 }

@@ -946,9 +946,9 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 			/* One op at a time, each with its own draw. */
 			const struct sim_op *op = &prog->ops[h->op];
 			double f = sim->scale(sim->scale_ctx, rank, op);
-			if (sim->speed)
-				f *= sim->speed[rank];
 			BUG_ON(!(f > 0));
+			if (sim->speed)  /* two tiny factors may give 0: a time of 0 ps */
+				f *= sim->speed[rank];
 			compute_schedule(sim, rank, stream, h,
 					 sim_ps_add(sim->now, sim_ps_scale(op->dur_ps, f)));
 			break;

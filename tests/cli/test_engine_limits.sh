@@ -12,6 +12,8 @@
 #     huge latency, a tiny bandwidth or efficiency, a fault factor of
 #     1e-300, `collective --bw 1B/s`: exit 2 naming the clock's limit, the
 #     run stored as failed;
+#   - gamma variability at its documented maximum (cv 10), whose draws
+#     underflow to 0;
 # Prints "N passed, N failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
@@ -118,5 +120,17 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	[ "$st" = failed ] && [ "$n" = 0 ] && ok "the stored run is failed, with the message" ||
 		bad "stored: status '$st', $n timeline rows"
 fi
+
+# ---- gamma variability at its maximum ----------------------------------------------
+for seed in 1 2 3; do
+	runs "gamma jitter cv 10, seed $seed" "$B" --set variability.jitter=gamma \
+		--set variability.jitter_cv=10 --set sim.seed=$seed --steps 3
+done
+runs "gamma jitter and GPU speed cv 10" "$B" --set variability.jitter=gamma \
+	--set variability.jitter_cv=10 --set variability.gpu=gamma --set variability.gpu_cv=10 \
+	--steps 3
+runs "lognormal jitter and GPU speed cv 10" "$B" --set variability.jitter=lognormal \
+	--set variability.jitter_cv=10 --set variability.gpu=lognormal \
+	--set variability.gpu_cv=10 --steps 3
 
 finish
