@@ -14,6 +14,8 @@
 #     run stored as failed;
 #   - gamma variability at its documented maximum (cv 10), whose draws
 #     underflow to 0;
+#   - the memory line says that the breakdown is taken at the peak and the
+#     model states are held from the start, in run and in report.
 # Prints "N passed, N failed".
 . "${SRCDIR:-.}/tests/cli/lib.sh"
 num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
@@ -133,4 +135,14 @@ runs "lognormal jitter and GPU speed cv 10" "$B" --set variability.jitter=lognor
 	--set variability.jitter_cv=10 --set variability.gpu=lognormal \
 	--set variability.gpu_cv=10 --steps 3
 
+# ---- the memory line -----------------------------------------------------------------
+"$CS" run "$T/sym.yaml" --fidelity analytic --db "$T/m.db" >"$T/m.txt" 2>"$T/err" ||
+	bad "ZeRO-3 run: $(cat "$T/err")"
+grep -q "; model states [0-9.]* GB held from the start$" "$T/m.txt" &&
+	grep -q "^             at the peak: weights [0-9.]* GB, grads" "$T/m.txt" &&
+	ok "run: model states held from the start, the breakdown at the peak" ||
+	bad "run's memory line: $(grep -A1 memory "$T/m.txt")"
+"$CS" report "$T/m.db" >"$T/r.txt" 2>"$T/err" || bad "report: $(cat "$T/err")"
+[ "$(grep -A1 "^  memory" "$T/m.txt")" = "$(grep -A1 "^  memory" "$T/r.txt")" ] &&
+	ok "report: the same memory lines" || bad "report's memory lines differ: $(grep -A1 memory "$T/r.txt")"
 finish
