@@ -851,7 +851,8 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 								 : in->time_ps);
 			if (t == SIM_PS_MAX) {
 				char what[160];
-				snprintf(what, sizeof(what), "collective '%.100s'", in->op->name);
+				snprintf(what, sizeof(what), "collective '%.100s' (started at %g s)",
+					 in->op->name, sim_ps_to_s(sim->now));
 				sim_fail_clock(sim, what);
 			}
 			sim_schedule(sim, t, &in->ev);

@@ -493,7 +493,8 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 		else
 			snprintf(lat, sizeof(lat), "latency %g s", sim_ps_to_s(x->route.alpha_ps));
 		snprintf(what, sizeof(what), "a transfer of %.0f bytes from rank %u to rank %u "
-			 "(%s, %g B/s)", x->left, src, dst, lat, x->route.bw_Bps);
+			 "(started at %g s; %s, %g B/s)", x->left, src, dst, sim_ps_to_s(sim->now),
+			 lat, x->route.bw_Bps);
 		sim_fail_clock(sim, what);
 	}
 	xfer_issue(sim, x);
@@ -915,8 +916,8 @@ static void compute_schedule(struct sim *sim, uint32_t rank, unsigned stream,
 {
 	if (end == SIM_PS_MAX) {
 		char what[160];
-		snprintf(what, sizeof(what), "rank %u's op '%.100s'", rank,
-			 sim->ranks[rank].prog->ops[h->op].name);
+		snprintf(what, sizeof(what), "rank %u's op '%.100s' (started at %g s)", rank,
+			 sim->ranks[rank].prog->ops[h->op].name, sim_ps_to_s(sim->now));
 		sim_fail_clock(sim, what);
 	}
 	stream_schedule(sim, end, rank, stream);

@@ -1064,7 +1064,7 @@ START_TEST(test_clock_limit)
 	sim_program_compute(p, 1, "second half", SIM_PS_MAX / 2 + 1, 0, 0);
 	sim_program_dep(p, 0);
 	tsim_start(&ts, 0, p);
-	expect_clock(&ts, "'second half'");
+	expect_clock(&ts, "'second half' (started at 4.61169e+06 s)");
 	ck_assert_int_eq(sim_now(ts.sim), SIM_PS_MAX / 2 + 1);
 	sim_program_free(p);
 	tsim_clear(&ts);
