@@ -87,7 +87,7 @@ int coll_bench_run(struct coll_bench *b, double bytes, struct coll_bench_result 
 	sim_program_free(prog);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(b->sim));
-		return -1;
+		return sim_failed_clock(b->sim) ? COLL_BENCH_CLOCK : -1;
 	}
 	double t = sim_ps_to_s(t1 - t0);
 	*out = (struct coll_bench_result){

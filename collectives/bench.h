@@ -41,7 +41,10 @@ void coll_bench_free(struct coll_bench *b);
 /* Check that the collective can run at this size (algorithm, layout). */
 int coll_bench_check(struct coll_bench *b, double bytes, char *err, size_t errlen);
 
-/* Run one size. 0, or -1 with err (the run failed: a bug or a deadlock). */
+/* Run one size. 0, or -1 with err (the run failed: a bug or a deadlock), or
+ * COLL_BENCH_CLOCK with err: a time passed the simulated clock's range
+ * (sim_failed_clock; the sizes run one after another on one clock). */
+#define COLL_BENCH_CLOCK (-2)
 int coll_bench_run(struct coll_bench *b, double bytes, struct coll_bench_result *out,
 		   char *err, size_t errlen);
 

@@ -139,8 +139,11 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	for (size_t i = 0; i < k; i++)
 		sim_schedule(sim, run.j[i].job->start_ps, &run.j[i].ev);
 	int rc = sim_run(sim);
-	if (rc < 0)
+	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(sim));
+		if (sim_failed_clock(sim))
+			rc = PAR_RUN_CLOCK;
+	}
 	for (size_t i = 0; rc == 0 && i < k; i++) {
 		struct par_report *r = &rep[which[i]];
 		uint32_t timed = run.j[i].timed;

@@ -42,7 +42,7 @@
  * PAR_JOBS_TOO_LONG.
  */
 #define PAR_JOBS_MAX_STEPS 10000
-#define PAR_JOBS_TOO_LONG (-2)
+#define PAR_JOBS_TOO_LONG (-3)  /* apart from PAR_RUN_CLOCK (train.h) */
 
 /* One job: its step as a scenario of its own (the cluster it sees is its
  * share: its nodes), and where that share starts on the cluster. */
@@ -103,9 +103,10 @@ struct par_jobs_result {
 int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
 		  size_t errlen);
 
-/* Plan, then run every job alone and all together. 0; or -1 with err, or
+/* Plan, then run every job alone and all together. 0; or -1 with err;
  * PAR_JOBS_TOO_LONG (bad input: the jobs' starts are too far apart for
- * their step times) with err. */
+ * their step times) with err; or PAR_RUN_CLOCK with err (a time passed the
+ * simulated clock: train.h). */
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen);
 
 void par_jobs_result_free(struct par_jobs_result *r);

@@ -43,10 +43,6 @@ enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
 struct par_dp_strategy;
 
-/* Ops the next compute op may wait for at once: a pipeline receive, a
- * tensor- or context-parallel collective, parameter gathers. */
-#define PAR_B_MAX_WAITS 8
-
 struct builder {
 	const struct par_train *t;
 	const struct par_dp_strategy *dp;
@@ -65,9 +61,13 @@ struct builder {
 	unsigned chunk;              /* model chunk being built            */
 	int reduce;                  /* this micro-batch reduces gradients */
 	double grad_elem;            /* bytes per gradient element         */
-	uint32_t waits[PAR_B_MAX_WAITS]; /* the next compute op waits for
-				      * these (par_b_wait)                  */
-	unsigned nwaits;
+	/* The ops the next compute op waits for (par_b_wait): a pipeline
+	 * receive, tensor- or context-parallel collectives, parameter
+	 * gathers. Unbounded: a ring-attention rank whose causal mask idles
+	 * it for rounds waits for every block received meanwhile (cp - 2
+	 * of them). Grows by doubling; freed with the program built. */
+	uint32_t *waits;
+	unsigned nwaits, waitcap;
 	uint32_t last_compute;       /* the last compute op appended       */
 	/* Strategy state. */
 	double bucket;               /* gradient bytes in the open bucket  */

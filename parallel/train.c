@@ -31,6 +31,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,7 +253,10 @@ void par_b_wait(struct builder *b, uint32_t op)
 	for (unsigned i = 0; i < b->nwaits; i++)
 		if (b->waits[i] == op)
 			return;
-	BUG_ON(b->nwaits == PAR_B_MAX_WAITS);
+	if (b->nwaits == b->waitcap) {
+		b->waitcap = b->waitcap ? 2 * b->waitcap : 8;
+		b->waits = xreallocarray(b->waits, b->waitcap, sizeof(*b->waits));
+	}
 	b->waits[b->nwaits++] = op;
 }
 
@@ -780,7 +784,9 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	free(b->gather);
 	free(b->moe_factor);
 	free(b->moe_dropped);
+	free(b->waits);
 	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
+	b->waits = NULL, b->nwaits = b->waitcap = 0;
 	return b->prog;
 }
 
@@ -1211,7 +1217,14 @@ double par_draw_mean1(gsl_rng *rng, enum par_dist d, double cv)
 	}
 	if (d == PAR_DIST_GAMMA) {
 		double k = 1 / (cv * cv);    /* shape k, scale 1/k: mean 1 */
-		return gsl_ran_gamma(rng, k, 1 / k);
+		double x = gsl_ran_gamma(rng, k, 1 / k);
+		/* Below shape 1, GSL draws Gamma(1 + k) U^(1/k), which underflows
+		 * to 0 (or a subnormal) for a small U: at cv 10 (k = 0.01), one
+		 * draw in 1,256. The true draw is then below DBL_MIN, and any
+		 * factor under 1e-19 makes every kernel (at most 2^63 ps) round
+		 * to 0 ps, so DBL_MIN stands for it exactly, and the draw stays
+		 * positive as the engine's scale must be. */
+		return x > DBL_MIN ? x : DBL_MIN;
 	}
 	return 1;
 }
@@ -1294,16 +1307,21 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 {
 	uint32_t n = p->n;
 	int rc = 0;
+	/* Replica 0 stands for the others: all are marked absent before any
+	 * rank starts, since a rank may join a collective as it starts (a
+	 * sharded strategy's first gather) and the group's present members
+	 * decide whether it has all joined. */
+	for (uint32_t r = 0; t->symmetry_dp && r < n; r++) {
+		struct par_coords c;
+		par_coords_of(&p->d, r, &c);
+		if (c.dp != 0)
+			sim_rank_absent(sim, r);
+	}
 	for (uint32_t s = 0; s < (t->steps ? t->steps : 1) && rc == 0; s++) {
 		last->t0 = sim_now(sim);
 		for (uint32_t r = 0; r < n; r++) {
-			struct par_coords c;
-			par_coords_of(&p->d, r, &c);
-			if (t->symmetry_dp && c.dp != 0) {  /* replica 0 stands for it */
-				if (s == 0)
-					sim_rank_absent(sim, r);
+			if (!sim_rank_present(sim, r))
 				continue;
-			}
 			last->compute[r] = sim_rank_stats(sim, r)->compute_ps;
 			last->exposed[r] = sim_rank_stats(sim, r)->exposed_comm_ps;
 			par_place_start(p, sim, r);
@@ -1349,6 +1367,8 @@ int par_train_simulate(const struct par_train *t, struct par_report *out, char *
 	int rc = run_steps(t, sim, &p, &end, &last, step_s);
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", sim_error(sim));
+		if (sim_failed_clock(sim))
+			rc = PAR_RUN_CLOCK;
 	} else {
 		report_run(t, sim, end - t0, &last, out);
 		out->step_times = NULL;

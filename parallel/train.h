@@ -115,8 +115,12 @@ struct par_report {
  */
 int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
 
-/* Build, run and report. 0, or -1 with err (a run that could not finish). */
+/* Build, run and report. 0, or -1 with err (a run that could not finish),
+ * or PAR_RUN_CLOCK with err: it could not finish because a time passed the
+ * simulated clock's range (sim_failed_clock), which the tools report as bad
+ * input (exit 2). */
 int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
+#define PAR_RUN_CLOCK (-2)
 
 /* par_train_run for a caller that has already planned: out holds what
  * par_train_plan(t, out) filled in, and is completed by the run. */

@@ -802,7 +802,7 @@ static int chain_plan(struct sim *sim, struct coll_inst *in, uint32_t seq, uint3
 			sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
 			return -1;
 		}
-		t += c->time_ps;
+		t = sim_ps_add(t, c->time_ps);
 		in->chain_end[k] = t;
 	}
 	in->chain = chain;
@@ -847,9 +847,15 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 	in->joined++;
 	if (coll_closed_form(sim, group)) {
 		if (in->joined == sim_group_present(sim, group)) {
-			sim_ps t = in->chain > 1 ? in->chain_end[in->chain - 1]
-						 : in->time_ps;
-			sim_schedule(sim, sim->now + t, &in->ev);
+			sim_ps t = sim_ps_add(sim->now, in->chain > 1 ? in->chain_end[in->chain - 1]
+								 : in->time_ps);
+			if (t == SIM_PS_MAX) {
+				char what[160];
+				snprintf(what, sizeof(what), "collective '%.100s' (started at %g s)",
+					 in->op->name, sim_ps_to_s(sim->now));
+				sim_fail_clock(sim, what);
+			}
+			sim_schedule(sim, t, &in->ev);
 		}
 		return in->chain;
 	}

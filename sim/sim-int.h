@@ -221,12 +221,16 @@ struct sim {
 	uint32_t absent_gen;         /* changes of `absent` so far          */
 	uint8_t ranks_started;       /* a rank has started: the recorder is
 				      * fixed (sim_set_recorder)            */
+	uint8_t clock_failed;        /* err: a time passed SIM_PS_MAX       */
 };
 
 /* sim.c */
 /* Schedule as sim_schedule and return the entry's heap sequence number. */
 uint64_t sim_schedule_seq(struct sim *sim, sim_ps t, struct sim_event *ev);
 void sim_fail(struct sim *sim, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Fail the run (if nothing failed it before) because what (a phrase: "rank
+ * 3's op 'x'") would end at or past SIM_PS_MAX; sim_failed_clock says so. */
+void sim_fail_clock(struct sim *sim, const char *what);
 struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, double bytes,
 				void (*done)(struct sim *, struct sim_xfer *), void *owner);
 /* The op running at the head of a stream has finished now. */

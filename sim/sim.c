@@ -75,6 +75,17 @@ void sim_free(struct sim *sim)
 {
 	if (!sim)
 		return;
+	/* First the events still queued (a failed run), while what they are
+	 * part of (transfers, collectives) is still there to be read. */
+	while (sim->heap.n) {
+		struct sim_heap_entry e;
+		sim_heap_pop(&sim->heap, &e);
+		if (e.ev->fire == bundle_fire) {
+			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
+			b->next_free = sim->bundle_free;
+			sim->bundle_free = b;
+		}
+	}
 	for (uint32_t g = 0; g < sim->ngroups; g++)
 		sim_group_free(&sim->groups[g]);
 	free(sim->groups);
@@ -86,15 +97,6 @@ void sim_free(struct sim *sim)
 	free(sim->memberships);
 	free(sim->nmemberships);
 	p2p_free(sim->p2p);
-	while (sim->heap.n) {  /* bundles still queued (a failed run) */
-		struct sim_heap_entry e;
-		sim_heap_pop(&sim->heap, &e);
-		if (e.ev->fire == bundle_fire) {
-			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
-			b->next_free = sim->bundle_free;
-			sim->bundle_free = b;
-		}
-	}
 	bundles_free(sim);
 	free(sim->links);
 	free(sim->ranks);
@@ -109,6 +111,7 @@ uint32_t sim_nranks(const struct sim *sim) { return sim->nranks; }
 sim_ps sim_now(const struct sim *sim) { return sim->now; }
 uint64_t sim_events(const struct sim *sim) { return sim->events; }
 const char *sim_error(const struct sim *sim) { return sim->err; }
+int sim_failed_clock(const struct sim *sim) { return sim->clock_failed; }
 
 void sim_set_recorder(struct sim *sim, const struct sim_recorder_ops *ops, void *ctx)
 {
@@ -140,7 +143,7 @@ void sim_set_rank_done(struct sim *sim, void (*done)(void *ctx, struct sim *sim,
 /* A compute time of dur at rank's speed. */
 static inline sim_ps at_speed(const struct sim *sim, uint32_t rank, sim_ps dur)
 {
-	return sim->speed ? (sim_ps)llround((double)dur * sim->speed[rank]) : dur;
+	return sim->speed ? sim_ps_scale(dur, sim->speed[rank]) : dur;
 }
 
 void sim_fail(struct sim *sim, const char *fmt, ...)
@@ -155,11 +158,26 @@ void sim_fail(struct sim *sim, const char *fmt, ...)
 	sim->err = xstrdup(buf);
 }
 
+void sim_fail_clock(struct sim *sim, const char *what)
+{
+	if (sim->err)
+		return;
+	sim_fail(sim, "%s would end past the simulated clock's limit of %.2f days (2^63 ps): "
+		 "a latency, bandwidth, compute efficiency or size of the input is beyond what "
+		 "can be simulated", what, SIM_PS_MAX_DAYS);
+	sim->clock_failed = 1;
+}
+
 /* ---- events ------------------------------------------------------------ */
 
+/* Times saturate at SIM_PS_MAX (util.h): an event due there fails the run,
+ * after the callers that know what it is have said so (sim_fail_clock). It
+ * is still queued, as a failed run's events are (sim_free). */
 void sim_schedule(struct sim *sim, sim_ps t, struct sim_event *ev)
 {
 	BUG_ON(t < sim->now);
+	if (t == SIM_PS_MAX)
+		sim_fail_clock(sim, "an event");
 	sim_heap_push(&sim->heap, t, ev);
 }
 
@@ -303,13 +321,13 @@ static sim_ps chunk_reserve(struct sim *sim, struct sim_xfer *x, sim_ps t, sim_p
 			s = f;
 	}
 	double exact = x->route.bw_Bps > 0 ? c / x->route.bw_Bps * (double)SIM_PS_PER_S : 0;
-	*wire = (sim_ps)llround(exact + x->carry_ps);
+	*wire = sim_ps_round(exact + x->carry_ps);
 	x->carry_ps += exact - (double)*wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
 		sim_ps w = l->bw_Bps == x->route.bw_Bps ? *wire : wire_ps(c, l->bw_Bps);
-		l->free_ps = s + w;
-		l->busy_ps += w;
+		l->free_ps = sim_ps_add(s, w);
+		l->busy_ps = sim_ps_add(l->busy_ps, w);
 		l->bytes += c;
 		l->holder = NULL;
 	}
@@ -319,6 +337,8 @@ static sim_ps chunk_reserve(struct sim *sim, struct sim_xfer *x, sim_ps t, sim_p
 
 static void xfer_schedule(struct sim *sim, struct sim_xfer *x, sim_ps t)
 {
+	if (t == SIM_PS_MAX)
+		sim_fail_clock(sim, "a transfer");
 	x->due_seq = sim_schedule_seq(sim, t, &x->ev);
 }
 
@@ -348,20 +368,20 @@ static void xfer_bulk(struct sim *sim, struct sim_xfer *x)
 		x->b0.bytes0[i] = l->bytes;
 	}
 	double exact = x->left / x->route.bw_Bps * (double)SIM_PS_PER_S;
-	sim_ps wire = (sim_ps)llround(exact + x->carry_ps);
+	sim_ps wire = sim_ps_round(exact + x->carry_ps);
 	x->carry_ps += exact - (double)wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
 		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire : wire_ps(x->left, l->bw_Bps);
-		l->free_ps = sim->now + w;
-		l->busy_ps += w;
+		l->free_ps = sim_ps_add(sim->now, w);
+		l->busy_ps = sim_ps_add(l->busy_ps, w);
 		l->bytes += x->left;
 		l->holder = x;
 	}
 	x->left = 0;
 	x->bulk = 1;
 	x->arriving = 1;
-	xfer_schedule(sim, x, sim->now + wire + x->route.alpha_ps);
+	xfer_schedule(sim, x, sim_ps_add(sim_ps_add(sim->now, wire), x->route.alpha_ps));
 }
 
 /* Another flow wants a link of x's bulk reservation now: see xfer_bulk. */
@@ -379,7 +399,7 @@ static void xfer_split(struct sim *sim, struct sim_xfer *x)
 	sim_ps t = x->b0.s0, wire;
 	do {  /* the chunks that chunk-by-chunk issue has started by now */
 		sim_ps s = chunk_reserve(sim, x, t, &wire);
-		t = s + wire;
+		t = sim_ps_add(s, wire);
 	} while (x->left > 0 && t <= sim->now);
 	if (x->left > 0) {  /* else the arrival scheduled by the bulk stands */
 		x->arriving = 0;
@@ -406,7 +426,8 @@ static void xfer_issue(struct sim *sim, struct sim_xfer *x)
 	}
 	sim_ps wire, s = chunk_reserve(sim, x, sim->now, &wire);
 	x->arriving = x->left == 0;
-	xfer_schedule(sim, x, x->arriving ? s + wire + x->route.alpha_ps : s + wire);
+	sim_ps end = sim_ps_add(s, wire);
+	xfer_schedule(sim, x, x->arriving ? sim_ps_add(end, x->route.alpha_ps) : end);
 }
 
 static void xfer_release(struct sim *sim, struct sim_xfer *x)
@@ -460,6 +481,21 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 	} else {
 		sim->topo_ops->route(sim->topo, sim, src, dst, &x->route);
 		BUG_ON(x->route.n > SIM_ROUTE_MAX);
+	}
+	/* A message whose own time passes the clock's range, named (xfer_schedule
+	 * catches the rest). */
+	double alone_s = sim_ps_to_s(x->route.alpha_ps) +
+			 (x->route.bw_Bps > 0 ? x->left / x->route.bw_Bps : 0);
+	if (sim_ps_add(sim->now, sim_ps_from_s(alone_s)) == SIM_PS_MAX) {
+		char what[192], lat[48];
+		if (x->route.alpha_ps == SIM_PS_MAX)
+			snprintf(lat, sizeof(lat), "a latency past the clock");
+		else
+			snprintf(lat, sizeof(lat), "latency %g s", sim_ps_to_s(x->route.alpha_ps));
+		snprintf(what, sizeof(what), "a transfer of %.0f bytes from rank %u to rank %u "
+			 "(started at %g s; %s, %g B/s)", x->left, src, dst, sim_ps_to_s(sim->now),
+			 lat, x->route.bw_Bps);
+		sim_fail_clock(sim, what);
 	}
 	xfer_issue(sim, x);
 	return x;
@@ -561,7 +597,7 @@ static void program_stream_hot(struct sim_program *prog, unsigned st, const uint
 		for (n = 1; k + n < len && n < SIM_RUN_MAX && run_extends(&prog->ops[list[k + n - 1]],
 						      waiters[list[k + n - 1]],
 						      &prog->ops[list[k + n]]); n++) {
-			hot[k].run_ps += prog->ops[list[k + n]].dur_ps;
+			hot[k].run_ps = sim_ps_add(hot[k].run_ps, prog->ops[list[k + n]].dur_ps);
 			hot[k + n].run_n = 0;
 		}
 		hot[k].run_n = n;
@@ -873,6 +909,20 @@ const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsig
 
 static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op);
 
+/* A compute run (head h) of a stream ends at `end`: past the clock's
+ * range, the run fails naming the op. */
+static void compute_schedule(struct sim *sim, uint32_t rank, unsigned stream,
+			     const struct sim_op_hot *h, sim_ps end)
+{
+	if (end == SIM_PS_MAX) {
+		char what[160];
+		snprintf(what, sizeof(what), "rank %u's op '%.100s' (started at %g s)", rank,
+			 sim->ranks[rank].prog->ops[h->op].name, sim_ps_to_s(sim->now));
+		sim_fail_clock(sim, what);
+	}
+	stream_schedule(sim, end, rank, stream);
+}
+
 /*
  * Start the head op of a stream, its first dependency (if any) done: the
  * part of stream_try_start that runs when the quick checks pass.
@@ -897,15 +947,16 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 			/* One op at a time, each with its own draw. */
 			const struct sim_op *op = &prog->ops[h->op];
 			double f = sim->scale(sim->scale_ctx, rank, op);
-			if (sim->speed)
-				f *= sim->speed[rank];
 			BUG_ON(!(f > 0));
-			stream_schedule(sim, sim->now + (sim_ps)llround((double)op->dur_ps * f), rank,
-					stream);
+			if (sim->speed)  /* two tiny factors may give 0: a time of 0 ps */
+				f *= sim->speed[rank];
+			compute_schedule(sim, rank, stream, h,
+					 sim_ps_add(sim->now, sim_ps_scale(op->dur_ps, f)));
 			break;
 		}
 		r->run[stream] = (uint16_t)h->run_n;
-		stream_schedule(sim, sim->now + at_speed(sim, rank, h->run_ps), rank, stream);
+		compute_schedule(sim, rank, stream, h,
+				 sim_ps_add(sim->now, at_speed(sim, rank, h->run_ps)));
 		break;
 	case SIM_OP_COLL:
 		r->run[stream] = (uint16_t)sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
@@ -1059,7 +1110,10 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 
 void sim_rank_absent(struct sim *sim, uint32_t rank)
 {
-	BUG_ON(rank >= sim->nranks || sim->ranks[rank].prog);
+	/* Every absent rank before the first start: a rank may join a
+	 * collective as it starts, and its group's present members are
+	 * counted then (sim_group_present). */
+	BUG_ON(rank >= sim->nranks || sim->ranks[rank].prog || sim->ranks_started);
 	if (!sim->absent)
 		sim->absent = xcalloc(sim->nranks, 1);
 	sim->absent[rank] = 1;

@@ -391,7 +391,10 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 sim_ps sim_rank_end(const struct sim *sim, uint32_t rank);
 
 /*
- * Symmetry collapse: mark a rank absent before the run. An absent rank runs
+ * Symmetry collapse: mark a rank absent before any rank starts
+ * (sim_rank_start; a BUG otherwise: a rank may join a collective as it
+ * starts, and whether all of a group have joined depends on who is
+ * absent). An absent rank runs
  * nothing; it stands for a present rank that would behave the same (a
  * data-parallel replica). A collective on a group with absent members ends
  * when its present members have joined, after its closed form for the whole
@@ -427,6 +430,12 @@ const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank
  */
 int sim_run(struct sim *sim);
 const char *sim_error(const struct sim *sim);
+/* The run failed because a time would have passed the clock's range
+ * (SIM_PS_MAX, about 106.75 days; sim/util.h): durations saturate there and
+ * the first event due at it fails the run. The cause is the input (a
+ * latency, bandwidth, efficiency or size beyond what can be simulated), so
+ * the tools report it as bad input. */
+int sim_failed_clock(const struct sim *sim);
 
 /*
  * Check that a collective can run on a group, before running anything:

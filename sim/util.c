@@ -7,9 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+sim_ps sim_ps_round(double ps)
+{
+	BUG_ON(isnan(ps));
+	/* 0x1p63 is the first double past SIM_PS_MAX; the one below it is
+	 * 2^63 - 1024, which llround takes exactly. */
+	if (ps >= 0x1p63)
+		return SIM_PS_MAX;
+	if (ps <= -0x1p63)
+		return -SIM_PS_MAX;
+	return (sim_ps)llround(ps);
+}
+
 sim_ps sim_ps_from_s(double s)
 {
-	return (sim_ps)llround(s * (double)SIM_PS_PER_S);
+	return sim_ps_round(s * (double)SIM_PS_PER_S);
 }
 
 static _Noreturn void oom(size_t n)

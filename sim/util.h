@@ -13,14 +13,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Simulated time: an integer count of picoseconds. */
+/*
+ * Simulated time: an integer count of picoseconds. Its range ends at
+ * SIM_PS_MAX (2^63 - 1 ps, about 106.75 days): every conversion into it and
+ * every sum of times below saturates there instead of overflowing, and the
+ * engine fails a run that would schedule an event at SIM_PS_MAX (sim.h,
+ * sim_failed_clock), so that no input, however extreme, wraps the clock.
+ */
 typedef int64_t sim_ps;
 
 #define SIM_PS_PER_S 1000000000000LL
 #define SIM_PS_MAX INT64_MAX
+/* SIM_PS_MAX in days, for messages. */
+#define SIM_PS_MAX_DAYS ((double)SIM_PS_MAX / SIM_PS_PER_S / 86400)
 
-/* Seconds (double) to picoseconds, rounded to nearest. */
+/* Picoseconds (double) to sim_ps, rounded to nearest; saturates at
+ * -SIM_PS_MAX and SIM_PS_MAX (infinities included). NaN is a BUG. */
+sim_ps sim_ps_round(double ps);
+/* Seconds (double) to picoseconds, rounded to nearest, saturating. */
 sim_ps sim_ps_from_s(double s);
+/* a + b, saturating at -SIM_PS_MAX and SIM_PS_MAX. */
+static inline sim_ps sim_ps_add(sim_ps a, sim_ps b)
+{
+	sim_ps s;
+	if (__builtin_add_overflow(a, b, &s))
+		return a > 0 ? SIM_PS_MAX : -SIM_PS_MAX;
+	return s;
+}
+/* d times f (f >= 0), rounded, saturating. */
+static inline sim_ps sim_ps_scale(sim_ps d, double f)
+{
+	return sim_ps_round((double)d * f);
+}
 /* Picoseconds to seconds. */
 static inline double sim_ps_to_s(sim_ps t) { return (double)t / (double)SIM_PS_PER_S; }
 

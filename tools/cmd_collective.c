@@ -254,10 +254,12 @@ static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int s = 0; s < job->nsizes; s++) {
 		struct coll_row *row = &rows[s];
-		if (coll_bench_run(b, job->sizes[s], &row->r, err, sizeof(err)) < 0) {
+		int rc = coll_bench_run(b, job->sizes[s], &row->r, err, sizeof(err));
+		if (rc < 0) {
 			if (st)
 				sim_store_run_fail(st, err);
-			return cli_error(a, CLI_FAIL, "%s", err);
+			/* Past the simulated clock the input is the cause. */
+			return cli_error(a, rc == COLL_BENCH_CLOCK ? CLI_BADINPUT : CLI_FAIL, "%s", err);
 		}
 		row->algo = row->r.algo->name;
 		row->channels = row->r.channels;

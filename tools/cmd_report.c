@@ -183,8 +183,9 @@ static void text_model(struct report *r)
 /* The memory line and its breakdown by category (par_mem_name order). */
 static void text_memory(struct report *r)
 {
-	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB\n"
-	       "             ", metric(r, "memory.peak") / 1e9, metric(r, "memory.capacity") / 1e9,
+	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB held "
+	       "from the start\n             at the peak: ", metric(r, "memory.peak") / 1e9,
+	       metric(r, "memory.capacity") / 1e9,
 	       metric(r, "memory.fits") ? "fits" : "OUT OF MEMORY",
 	       metric(r, "memory.model_states") / 1e9);
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {

@@ -296,8 +296,11 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	       s->parallel.cp, r->micro_batches, r->micro_batches == 1 ? "" : "es",
 	       s->training.micro_batch, s->training.seq);
 	const struct par_memory *mem = &r->memory;
-	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB\n"
-	       "             ", mem->peak / 1e9, mem->capacity / 1e9,
+	/* The model states are what the rank holds from the start; the
+	 * breakdown is taken at the peak (with ZeRO-3 and FSDP gathered
+	 * parameters and unsharded gradients on top): two different moments. */
+	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB held "
+	       "from the start\n             at the peak: ", mem->peak / 1e9, mem->capacity / 1e9,
 	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
 	for (int c = 0; c < PAR_MEM_NCATS; c++) {
 		char label[32];
@@ -505,8 +508,11 @@ static int run_run(struct cli_args *a)
 			return rc;
 		}
 	}
-	if (r.memory.fits && par_train_simulate(&t, &r, err, sizeof(err)) < 0) {
-		rc = cli_error(a, CLI_FAIL, "%s: the step could not finish: %s", s.path, err);
+	int sim_rc = r.memory.fits ? par_train_simulate(&t, &r, err, sizeof(err)) : 0;
+	if (sim_rc < 0) {
+		/* Past the simulated clock the input is the cause: bad input. */
+		rc = cli_error(a, sim_rc == PAR_RUN_CLOCK ? CLI_BADINPUT : CLI_FAIL,
+			       "%s: the step could not finish: %s", s.path, err);
 	} else if (st && filter.keep && !filter.keep[filter.last]) {
 		struct par_report again;  /* the same run, recording the last rank */
 		filter.second = 1;
@@ -561,9 +567,12 @@ const struct cli_cmd cli_cmd_run = {
 		"A layout that does not fit is reported with its memory breakdown and exit\n"
 		"code 3, without running. --json prints one object with the keys step_time_s,\n"
 		"tokens_per_s, mfu, hfu, memory {weights, grads, optimizer, activations,\n"
-		"logits, buffers, peak, capacity, fits}, breakdown {compute_s, exposed_comm_s,\n"
-		"bubble_s, idle_s} (bytes, seconds and fractions) and wall_s, the simulator's\n"
-		"own run time (the only key that differs between identical runs).\n"
+		"logits, buffers (the breakdown at the peak), peak, capacity, fits,\n"
+		"model_states (weights, gradients and optimizer states held from the start)},\n"
+		"breakdown {compute_s, exposed_comm_s, bubble_s, idle_s} (bytes, seconds and\n"
+		"fractions) and wall_s, the simulator's own run time (the only key that\n"
+		"differs between identical runs). A run whose simulated time would pass the\n"
+		"clock's limit (2^63 ps, about 106 days) stops with exit code 2.\n"
 		"\n"
 		"A scenario with a jobs list (several jobs on one cluster, docs/jobs.md) is\n"
 		"simulated job by job alone on its nodes, then all together; the report gives\n"

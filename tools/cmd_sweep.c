@@ -179,6 +179,7 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 	struct par_train t;
 	cli_train_of(&t, &s, cm);
 	struct par_report rep;
+	int rc;
 	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {
 		r->status = 2;
 		set_reason(r, err);
@@ -186,8 +187,8 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 		r->status = 1;
 		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB of %.2f GB",
 			 rep.memory.peak / 1e9, rep.memory.capacity / 1e9);
-	} else if (par_train_simulate(&t, &rep, err, sizeof(err)) < 0) {
-		r->status = 3;
+	} else if ((rc = par_train_simulate(&t, &rep, err, sizeof(err))) < 0) {
+		r->status = rc == PAR_RUN_CLOCK ? 2 : 3;  /* past the clock: refused */
 		set_reason(r, err);
 	}
 	par_compute_model_free(cm);

@@ -429,8 +429,9 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 			return cli_error(a, CLI_BADINPUT, "%s: %s", path, err);
 		if (r < 0 && c->ready_rc != CLI_OK)
 			return c->ready_rc;  /* printed by store_begin */
-		if (r < 0)
-			rc = cli_error(a, CLI_FAIL, "%s: the jobs could not finish: %s", path, err);
+		if (r < 0)  /* past the simulated clock the input is the cause */
+			rc = cli_error(a, r == PAR_RUN_CLOCK ? CLI_BADINPUT : CLI_FAIL,
+				       "%s: the jobs could not finish: %s", path, err);
 	}
 	rows_of(c);
 	if (!rc && c->st && store_results(c) < 0) {

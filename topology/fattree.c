@@ -202,7 +202,7 @@ static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim
 		out->link[out->n++] = f->nvl_tx + src;
 		out->link[out->n++] = f->nvl_rx + via;
 		out->bw_Bps = fmin(out->bw_Bps, nvl * fmin(nvl_f(f, src), nvl_f(f, via)));
-		out->alpha_ps += f->nvl_alpha;
+		out->alpha_ps = sim_ps_add(out->alpha_ps, f->nvl_alpha);
 	}
 	out->link[out->n++] = f->nic_tx + ns * f->nics + ks;
 	if (ks != kd || ls != ld) {
@@ -213,7 +213,7 @@ static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim
 		double trunk = fmin(leaf_bw(t, f, ls), leaf_bw(t, f, ld));
 		if (trunk < out->bw_Bps)
 			out->bw_Bps = trunk;
-		out->alpha_ps += f->spine_alpha - f->net_alpha;
+		out->alpha_ps = sim_ps_add(out->alpha_ps, f->spine_alpha - f->net_alpha);
 	}
 	out->link[out->n++] = f->nic_rx + nd * f->nics + kd;
 	if (kd != rd) {  /* and from the working rail's GPU to the destination */
@@ -221,7 +221,7 @@ static void fattree_route(struct topo *t, uint32_t src, uint32_t dst, struct sim
 		out->link[out->n++] = f->nvl_tx + via;
 		out->link[out->n++] = f->nvl_rx + dst;
 		out->bw_Bps = fmin(out->bw_Bps, nvl * fmin(nvl_f(f, via), nvl_f(f, dst)));
-		out->alpha_ps += f->nvl_alpha;
+		out->alpha_ps = sim_ps_add(out->alpha_ps, f->nvl_alpha);
 	}
 }
 

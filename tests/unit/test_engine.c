@@ -1031,6 +1031,67 @@ START_TEST(test_ring_allreduce_closed_form)
 END_TEST
 
 /*
+ * The clock ends at SIM_PS_MAX (about 106.75 days): a run that would go
+ * past it fails with a message naming what and the limit, and
+ * sim_failed_clock says so, whichever way the time got there: a compute op
+ * of a saturated duration, two ops whose sum passes it (no signed
+ * overflow), a message too slow for the clock (whose events are still
+ * queued when the sim is freed) and a collective's closed form.
+ */
+static void expect_clock(struct tsim *ts, const char *what)
+{
+	ck_assert_int_eq(sim_run(ts->sim), -1);
+	ck_assert_msg(sim_failed_clock(ts->sim), "not a clock failure: %s", sim_error(ts->sim));
+	ck_assert_msg(strstr(sim_error(ts->sim), what) != NULL &&
+		      strstr(sim_error(ts->sim), "106.75 days") != NULL, "error: %s",
+		      sim_error(ts->sim));
+}
+
+START_TEST(test_clock_limit)
+{
+	struct tsim ts;
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	struct sim_program *p = sim_program_new();
+	sim_program_compute(p, 0, "forever", sim_ps_from_s(1e30), 0, 0);
+	tsim_start(&ts, 0, p);
+	expect_clock(&ts, "rank 0's op 'forever'");
+	sim_program_free(p);
+	tsim_clear(&ts);
+
+	tsim_init(&ts, TT_PAIRS, 1, 10e-6, 50e9, 0);
+	p = sim_program_new();
+	sim_program_compute(p, 0, "first half", SIM_PS_MAX / 2 + 1, 0, 0);
+	sim_program_compute(p, 1, "second half", SIM_PS_MAX / 2 + 1, 0, 0);
+	sim_program_dep(p, 0);
+	tsim_start(&ts, 0, p);
+	expect_clock(&ts, "'second half' (started at 4.61169e+06 s)");
+	ck_assert_int_eq(sim_now(ts.sim), SIM_PS_MAX / 2 + 1);
+	sim_program_free(p);
+	tsim_clear(&ts);
+
+	/* 1 MB at 1e-7 B/s: 1e13 s. */
+	tsim_init(&ts, TT_PAIRS, 2, 10e-6, 1e-7, 0);
+	struct sim_program *s = sim_program_new(), *r = sim_program_new();
+	sim_program_send(s, 0, "send", 0, 1, 1e6);
+	sim_program_recv(r, 0, "recv", 0, 0, 1e6);
+	tsim_start(&ts, 0, s);
+	tsim_start(&ts, 1, r);
+	expect_clock(&ts, "a transfer of 1000000 bytes from rank 0 to rank 1");
+	sim_program_free(s);
+	sim_program_free(r);
+	tsim_clear(&ts);
+
+	tsim_init_f(&ts, TT_PAIRS, 4, 10e-6, 1e-7, 0, SIM_FIDELITY_ANALYTIC);
+	p = ring_allreduce(1e6);
+	for (uint32_t k = 0; k < 4; k++)
+		tsim_start(&ts, k, p);
+	expect_clock(&ts, "collective 'ar'");
+	sim_program_free(p);
+	tsim_clear(&ts);
+}
+END_TEST
+
+/*
  * Symmetry collapse: with ranks 2 and 3 absent, ranks 0 and 1 run the
  * 4-member ring all-reduce alone; it ends after its closed form for all 4,
  * in both fidelities (as one event: the flow is not simulated), the second
@@ -1501,6 +1562,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_ring_allreduce_closed_form);
 	tcase_add_test(tc, test_collective_one_member);
 	tcase_add_test(tc, test_absent_members);
+	tcase_add_test(tc, test_clock_limit);
 	tcase_add_test(tc, test_collective_across_restarts);
 	tcase_add_test(tc, test_group_added_later);
 	suite_add_tcase(s, tc);

@@ -2,7 +2,8 @@
  * test_units.c - unit tests for sim/units.c: every accepted unit of every
  * kind, the errors a scenario writer is likely to hit (no unit, "128M",
  * negative, overflow, garbage) and the formatted output; sim_fmt (sim/util.c),
- * the op names' formatter, against snprintf.
+ * the op names' formatter, against snprintf; picosecond time (sim/util.h)
+ * saturating at the clock's end instead of wrapping.
  */
 #include <check.h>
 #include <limits.h>
@@ -510,6 +511,32 @@ START_TEST(test_whole_grammar)
 }
 END_TEST
 
+/* Seconds to picoseconds and sums of times saturate at SIM_PS_MAX (about
+ * 106.75 days): nothing past it wraps to a negative time. */
+START_TEST(test_ps_saturate)
+{
+	ck_assert_int_eq(sim_ps_from_s(1.5), 1500000000000LL);
+	ck_assert_int_eq(sim_ps_from_s(-2e-12), -2);
+	ck_assert_int_eq(sim_ps_from_s(9e6), 9000000000000000000LL);   /* 104 days */
+	ck_assert_int_eq(sim_ps_from_s(1e7), SIM_PS_MAX);             /* 116 days */
+	ck_assert_int_eq(sim_ps_from_s(1e300), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_from_s(INFINITY), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_from_s(-INFINITY), -SIM_PS_MAX);
+	/* The last double below 2^63 fits; 2^63 itself does not. */
+	ck_assert_int_eq(sim_ps_round(0x1p63 - 1024), INT64_MAX - 1023);
+	ck_assert_int_eq(sim_ps_round(0x1p63), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_add(SIM_PS_MAX - 5, 5), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_add(SIM_PS_MAX - 5, 6), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_add(SIM_PS_MAX, SIM_PS_MAX), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_add(-SIM_PS_MAX, -SIM_PS_MAX), -SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_add(40, 2), 42);
+	ck_assert_int_eq(sim_ps_scale(SIM_PS_MAX / 2, 3), SIM_PS_MAX);
+	ck_assert_int_eq(sim_ps_scale(1000, 0.5), 500);
+	ck_assert_int_eq(sim_ps_scale(1000, 1e-300), 0);
+	ck_assert(SIM_PS_MAX_DAYS > 106.75 && SIM_PS_MAX_DAYS < 106.76);
+}
+END_TEST
+
 static Suite *units_suite(void)
 {
 	Suite *s = suite_create("units");
@@ -539,6 +566,7 @@ static Suite *units_suite(void)
 	tcase_add_test(format, test_format_small_buffer);
 	tcase_add_test(format, test_round_trip);
 	tcase_add_test(format, test_sim_fmt);
+	tcase_add_test(format, test_ps_saturate);
 	suite_add_tcase(s, parse);
 	suite_add_tcase(s, format);
 	return s;
