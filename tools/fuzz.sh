@@ -61,9 +61,10 @@ for t in $TARGETS; do
 	*) echo "fuzz.sh: unknown target '$t': expected scenario, nccl, cli or valid" >&2; exit 2 ;;
 	esac
 	# valid keeps run's report and messages in memory and prints its own;
-	# its input is a few hundred bytes of decisions, all used from the start
-	opts="-max_len=65536 -close_fd_mask=3"
-	[ "$t" = valid ] && opts="-max_len=1024 -len_control=0"
+	# its input is a few hundred bytes of decisions, all used from the start;
+	# a simulation may take seconds on a loaded machine
+	opts="-max_len=65536 -close_fd_mask=3 -timeout=10"
+	[ "$t" = valid ] && opts="-max_len=1024 -len_control=0 -timeout=30"
 	# shellcheck disable=SC2086 # word lists
 	clang $FLAGS $LINK -I. -I"$B" "tests/fuzz/fuzz_$t.c" $extra $LIBS -o "$B/fuzz_$t"
 	corpus="$B/corpus-$t"
@@ -79,7 +80,7 @@ for t in $TARGETS; do
 	esac
 	start=$(date +%s)
 	# shellcheck disable=SC2086 # word lists
-	if (cd "$B" && "./fuzz_$t" -max_total_time="$SECS" $opts -timeout=10 \
+	if (cd "$B" && "./fuzz_$t" -max_total_time="$SECS" $opts \
 		-rss_limit_mb=2048 -print_final_stats=1 "corpus-$t") \
 		>"$B/fuzz_$t.log" 2>&1; then
 		crashes=0

@@ -394,9 +394,10 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 /* A job's model, training, parallel and compute sections for l->gpus GPUs. */
 static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, struct layout *l)
 {
-	static const char *const presets[] = {
-		"llama3-8b", "gpt3-1.3b", "mixtral-8x7b", "gpt3-6.7b", "gpt3-13b", "llama3-70b",
-		"gpt3-175b", "llama3-405b", "deepseek-v3",
+	static const struct { const char *name; unsigned heads, kv; } presets[] = {
+		{ "llama3-8b", 32, 8 }, { "gpt3-1.3b", 16, 16 }, { "mixtral-8x7b", 32, 8 },
+		{ "gpt3-6.7b", 32, 32 }, { "gpt3-13b", 40, 40 }, { "llama3-70b", 64, 8 },
+		{ "gpt3-175b", 96, 96 }, { "llama3-405b", 128, 8 }, { "deepseek-v3", 128, 128 },
 	};
 	static const unsigned head_dims[] = { 64, 128, 16, 8, 1, 256 };
 	static const unsigned vocabs[] = { 32000, 512, 50257, 128256, 1, 1000000000 };
@@ -407,7 +408,7 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 	static const char *const skew[] = { "0", "0.5", "1", "2", "100" };
 	static const char *const precisions[] = { "bf16", "fp16", "fp8", "fp32" };
 	static const char *const recompute[] = { "none", "selective", "full" };
-	static const char *const effs[] = { "0.5", "1", "h200", "0.01", "1e-6", "1e-12", "h100" };
+	static const char *const effs[] = { "0.5", "1", "h200", "0.01", "1e-6", "1e-12" };
 	static const char *const launch[] = { "0", "1.1us", "1ps", "1ms", "1s" };
 	draw_layout(in, c, l);
 	if (l->cp > 1) {
@@ -432,7 +433,12 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 
 	/* the model: a preset cut to these layers, or a shape of its own */
 	if (one_in(in, 3)) {
-		const char *p = PICK(in, presets);
+		/* mostly one whose heads (and kv heads) the layout's tp divides */
+		unsigned k = take(in, ARRAY_SIZE(presets));
+		for (unsigned i = 0; i < ARRAY_SIZE(presets) && (presets[k].heads % l->tp ||
+		     (presets[k].kv % l->tp && l->tp % presets[k].kv)) && !one_in(in, 8); i++)
+			k = (k + 1) % ARRAY_SIZE(presets);
+		const char *p = presets[k].name;
 		kv(y, "model.preset", "%s", p);
 		if (!one_in(in, 8))
 			kv(y, "model.layers", "%u", layers);
@@ -518,8 +524,8 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 	if (last)
 		kv(y, "parallel.last_stage_layers", "%u", last);
 
-	if (one_in(in, 3))
-		kv(y, "compute.efficiency", "%s", PICK(in, effs));
+	if (one_in(in, 3))  /* h100: a table that does not exist */
+		kv(y, "compute.efficiency", "%s", one_in(in, 16) ? "h100" : PICK(in, effs));
 	if (one_in(in, 4))
 		kv(y, "compute.launch_overhead", "%s", PICK(in, launch));
 }
@@ -712,9 +718,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (print)
 		fprintf(stderr, "%s--- exit %d\n", out, rc);
 	if (bad || nonfinite) {
-		fprintf(stderr, "fuzz_valid: clustersim run exited %d%s:\n%s%s\n--- scenario\n%s",
+		fprintf(stderr, "fuzz_valid: clustersim run exited %d%s\n%s%s%s%s",
 			rc, nonfinite ? " with a non-finite figure in its report" : "",
-			msg ? msg : "", nonfinite ? out : "", y.buf);
+			msg ? msg : "", nonfinite ? out : "", print ? "" : "--- scenario\n",
+			print ? "" : y.buf);
 		abort();
 	}
 	free(out);
