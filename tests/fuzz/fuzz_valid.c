@@ -400,7 +400,7 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 		{ "gpt3-175b", 96, 96 }, { "llama3-405b", 128, 8 }, { "deepseek-v3", 128, 128 },
 	};
 	static const unsigned head_dims[] = { 64, 128, 16, 8, 1, 256 };
-	static const unsigned vocabs[] = { 32000, 512, 50257, 128256, 1, 1000000000 };
+	static const unsigned vocabs[] = { 32000, 512, 50257, 128256, 1 };
 	static const unsigned seqs[] = { 2048, 4096, 1024, 128, 8192, 32768, 131072, 1, 3,
 					 1000000, 1000000000 };
 	static const unsigned mbs[] = { 1, 2, 1, 4, 3, 8, 24 };
@@ -443,7 +443,7 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 		if (!one_in(in, 8))
 			kv(y, "model.layers", "%u", layers);
 		if (one_in(in, 4))
-			kv(y, "model.vocab", "%u", PICK(in, vocabs));
+			kv(y, "model.vocab", "%u", one_in(in, 16) ? 1000000000 : PICK(in, vocabs));
 		if (l->experts && !strcmp(p, "llama3-8b"))  /* an MoE of llama's shape */
 			kv(y, "model.moe.experts", "%u", l->experts), kv(y, "model.moe.top_k", "1");
 		if (!strcmp(p, "mixtral-8x7b") || !strcmp(p, "deepseek-v3"))
@@ -472,7 +472,7 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 			kv(y, "model.kv_heads", "%u", kvh);
 		if (one_in(in, 2))
 			kv(y, "model.ffn", "%u", hidden * (1 + take(in, 4)));
-		kv(y, "model.vocab", "%u", PICK(in, vocabs));
+		kv(y, "model.vocab", "%u", one_in(in, 16) ? 1000000000 : PICK(in, vocabs));
 		if (one_in(in, 2))
 			kv(y, "model.activation", "swiglu");
 		if (one_in(in, 2))
