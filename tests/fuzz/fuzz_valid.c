@@ -21,7 +21,8 @@
  * sanitizer report and a timeout are crashes.
  *
  * Sizes are bounded so that one input takes milliseconds: at most 32 GPUs
- * in flow fidelity and 64 in analytic, a few layers per virtual stage, at
+ * in flow fidelity and 64 in analytic (one GB200 rack of 72; jobs may leave
+ * a node spare), a few layers per virtual stage, at
  * most 8 micro-batches per replica (16 interleaved) and 4 steps; the values
  * that only scale times (rates, latencies, efficiency, sequence) take their
  * extremes.
