@@ -22,10 +22,10 @@
  *
  * Sizes are bounded so that one input takes milliseconds: at most 32 GPUs
  * in flow fidelity and 64 in analytic (one GB200 rack of 72; jobs may leave
- * a node spare), a few layers per virtual stage, at
- * most 8 micro-batches per replica (16 interleaved) and 4 steps; the values
- * that only scale times (rates, latencies, efficiency, sequence) take their
- * extremes.
+ * a node spare), a few layers per virtual stage, at most 8 micro-batches
+ * per replica (16 interleaved, or in one draw of eight that is longer) and
+ * 4 steps; the values that only scale times (rates, latencies, efficiency,
+ * sequence) take their extremes.
  *
  * Run by tools/fuzz.sh. To see the scenario of an input and run's messages:
  *   FUZZ_PRINT=1 build-fuzz/fuzz_valid build-fuzz/crash-...
@@ -421,14 +421,19 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 		l->vpp = 1 + take(in, 3);
 	}
 	/* layers: an even share per virtual stage, maybe a different first
-	 * and last stage; one time in sixteen any number */
+	 * and last stage; one time in sixteen any number. One draw in eight
+	 * is longer (up to 16 layers a stage without a pipeline, 16
+	 * micro-batches): a failure that one kernel in a thousand draws
+	 * (gamma jitter at cv 10 drawing 0) needs thousands of kernels. */
+	int longer = one_in(in, 8);
 	unsigned v = l->pp * l->vpp, first = 0, last = 0, layers;
 	if (v > 1 && one_in(in, 5))
 		first = 1 + take(in, 3);
 	if (v > 1 && one_in(in, 5))
 		last = 1 + take(in, 3);
 	unsigned fixed = (first > 0) + (last > 0);
-	layers = first + last + (fixed == v ? 0 : (v - fixed) * (1 + take(in, v > 8 ? 2 : 3)));
+	unsigned each = longer && v <= 2 ? 4 + take(in, 13) : 1 + take(in, v > 8 ? 2 : 3);
+	layers = first + last + (fixed == v ? 0 : (v - fixed) * each);
 	if (one_in(in, 16))
 		layers = 1 + take(in, 16);
 
@@ -505,7 +510,7 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 	if (!one_in(in, 16))
 		seq = seq < cut ? cut : seq / cut * cut;
 	unsigned mb = PICK(in, mbs);
-	unsigned m = l->interleaved ? l->pp * (1 + take(in, 2)) : 1 + take(in, 8);
+	unsigned m = l->interleaved ? l->pp * (1 + take(in, 2)) : 1 + take(in, longer ? 16 : 8);
 	unsigned gb = one_in(in, 16) ? 1 + take(in, 64) : l->dp * m * mb;
 	kv(y, "training.seq", "%u", seq);
 	kv(y, "training.global_batch", "%u", gb);
