@@ -6,8 +6,14 @@
 #             and the bad-input catalogue)
 #   nccl      the nccl-tests log reader and fit (seeds: scenarios/validation/nccl)
 #   cli       the command-line option parser (seeds: command lines below)
-# A crash, leak or sanitizer report stops the run with a non-zero status and
-# leaves the input as build-fuzz/crash-*. Needs clang and libFuzzer
+#   valid     scenarios drawn from the valid space and simulated by `clustersim
+#             run` in-process (tests/fuzz/fuzz_valid.c): exit 0, 2 or 3, never
+#             1, a BUG, a deadlock or a non-finite figure (its input is a list
+#             of decisions, not YAML; seeds: the shipped scenarios' bytes)
+# A crash, leak, sanitizer report or timeout stops the run with a non-zero
+# status and leaves the input as build-fuzz/crash-* (or timeout-*); for
+# valid, the scenario it draws is printed too (FUZZ_PRINT=1
+# build-fuzz/fuzz_valid FILE prints it). Needs clang and libFuzzer
 # (tools/install-deps.sh installs them). Prints one line per target:
 # executions, corpus size, seconds, crashes. docs/reliability.md has the
 # figures of a long run.
@@ -15,7 +21,7 @@ set -eu
 cd "$(dirname "$0")/.."
 SECS=${1:-20}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-scenario nccl cli}
+TARGETS=${*:-scenario nccl cli valid}
 B=build-fuzz
 FLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 LINK="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
@@ -51,9 +57,14 @@ for t in $TARGETS; do
 	case $t in
 	scenario) extra="" ;;
 	nccl) extra="" ;;
-	cli) extra=$TOOLS ;;
-	*) echo "fuzz.sh: unknown target '$t': expected scenario, nccl or cli" >&2; exit 2 ;;
+	cli | valid) extra=$TOOLS ;;
+	*) echo "fuzz.sh: unknown target '$t': expected scenario, nccl, cli or valid" >&2; exit 2 ;;
 	esac
+	# valid keeps run's report and messages in memory and prints its own;
+	# its input is a few hundred bytes of decisions, all used from the start;
+	# a simulation may take seconds on a loaded machine
+	opts="-max_len=65536 -close_fd_mask=3 -timeout=10"
+	[ "$t" = valid ] && opts="-max_len=1024 -len_control=0 -timeout=30"
 	# shellcheck disable=SC2086 # word lists
 	clang $FLAGS $LINK -I. -I"$B" "tests/fuzz/fuzz_$t.c" $extra $LIBS -o "$B/fuzz_$t"
 	corpus="$B/corpus-$t"
@@ -65,16 +76,23 @@ for t in $TARGETS; do
 		done ;;
 	nccl) cp scenarios/validation/nccl/*.txt "$corpus/" ;;
 	cli) cli_seeds "$corpus" ;;
+	valid) for f in scenarios/*.yaml; do cp "$f" "$corpus/$(basename "$f")"; done ;;
 	esac
 	start=$(date +%s)
-	if (cd "$B" && "./fuzz_$t" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
-		-rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 "corpus-$t") \
+	# shellcheck disable=SC2086 # word lists
+	if (cd "$B" && "./fuzz_$t" -max_total_time="$SECS" $opts \
+		-rss_limit_mb=2048 -print_final_stats=1 "corpus-$t") \
 		>"$B/fuzz_$t.log" 2>&1; then
 		crashes=0
 	else
 		crashes=1
 		status=1
 		tail -n 40 "$B/fuzz_$t.log"
+		art=$(ls -t "$B"/crash-* "$B"/timeout-* "$B"/oom-* 2>/dev/null | head -n 1)
+		if [ "$t" = valid ] && [ -n "$art" ]; then
+			echo "--- the scenario of $art:"
+			(cd "$B" && FUZZ_PRINT=1 ./fuzz_valid -timeout=60 "${art#"$B"/}" 2>&1) | tail -n 120
+		fi
 	fi
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz_$t.log" | tail -1)
 	echo "fuzz $t: ${execs:-?} executions, $(ls "$corpus" | wc -l) inputs in the corpus," \
