@@ -75,6 +75,17 @@ void sim_free(struct sim *sim)
 {
 	if (!sim)
 		return;
+	/* Drain the queue first: after a failed run it still holds events
+	 * that live in the groups, transfer blocks and bundles freed below. */
+	while (sim->heap.n) {
+		struct sim_heap_entry e;
+		sim_heap_pop(&sim->heap, &e);
+		if (e.ev->fire == bundle_fire) {
+			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
+			b->next_free = sim->bundle_free;
+			sim->bundle_free = b;
+		}
+	}
 	for (uint32_t g = 0; g < sim->ngroups; g++)
 		sim_group_free(&sim->groups[g]);
 	free(sim->groups);
@@ -86,15 +97,6 @@ void sim_free(struct sim *sim)
 	free(sim->memberships);
 	free(sim->nmemberships);
 	p2p_free(sim->p2p);
-	while (sim->heap.n) {  /* bundles still queued (a failed run) */
-		struct sim_heap_entry e;
-		sim_heap_pop(&sim->heap, &e);
-		if (e.ev->fire == bundle_fire) {
-			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
-			b->next_free = sim->bundle_free;
-			sim->bundle_free = b;
-		}
-	}
 	bundles_free(sim);
 	free(sim->links);
 	free(sim->ranks);
