@@ -143,6 +143,9 @@ void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim,
 /* Start the job's rank r on its step program now. */
 void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r);
 void par_place_free(struct par_placed *p);
+/* check.c: an explicit parallel.algorithms.* choice must be able to run on
+ * every group the layout gives its collectives (0, or -1 with err). */
+int par_check_algorithms(const struct par_train *t, char *err, size_t errlen);
 /* Tokens/s, MFU and HFU of a report from its step_time_s (and gpus,
  * flops_per_token). */
 void par_report_rates(const struct par_train *t, struct par_report *r);

@@ -906,7 +906,7 @@ static void moe_report(const struct par_train *t, struct par_report *r)
 
 int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
 {
-	if (supported(t, err, errlen) < 0)
+	if (supported(t, err, errlen) < 0 || par_check_algorithms(t, err, errlen) < 0)
 		return -1;
 	report_static(t, out);
 	moe_report(t, out);
