@@ -69,6 +69,12 @@ struct par_fsdp {
 	bool hsdp;                /* shard in a node, replicate across nodes    */
 };
 
+/* The most parameter all-gathers ZeRO-1/2 issue after a step (2 x the
+ * parameters of a GPU / parallel.ddp.bucket: nothing else bounds them, the
+ * bucket may be 1 B); a layout that fits in memory and needs more is
+ * refused at load (par_train_plan). The help of parallel.ddp.bucket says it. */
+#define PAR_MAX_PARAM_GATHERS 100000
+
 struct par_ddp {
 	double bucket_bytes;      /* PyTorch's default: 25 MiB                  */
 	bool overlap;             /* all-reduce buckets during backward         */

@@ -25,10 +25,12 @@
  * Memory (SPEC C12): 2Ψ weights, 2Ψ gradients (2Ψ/N with zero2), 12Ψ
  * optimizer (12Ψ/N with zero1 and zero2), plus two buckets in flight.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "parallel/train-int.h"
+#include "sim/units.h"
 
 /* Reduce one closed bucket: all-reduce (ddp) or reduce-scatter (zero). */
 static void bucket_issue(struct builder *b, double bytes, uint32_t after)
@@ -95,6 +97,34 @@ static void gather_params(struct builder *b, uint32_t step)
 		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
 						SLOT_DP, bytes, k ? NO_OP : step);
 	}
+}
+
+/*
+ * The all-gathers gather_params issues: ceil(2 x params / ddp.bucket), which
+ * no other key bounds (the bucket may be 1 B). Gradient buckets, and the
+ * gathers ahead of overlap_param_gather, hold whole tensors: at most one per
+ * layer piece, so the program's other ops bound them.
+ */
+int par_b_check_gathers(const struct builder *b, double *most, char *err, size_t errlen)
+{
+	if ((b->dp != &par_dp_zero1 && b->dp != &par_dp_zero2) || b->dpn <= 1 || gathers_ahead(b))
+		return 0;
+	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
+	double n = ceil(total / cap);
+	if (n <= PAR_MAX_PARAM_GATHERS || n <= *most)
+		return 0;
+	*most = n;
+	/* The smallest bucket that will do, rounded up to the 3 digits printed. */
+	double min = ceil(total / PAR_MAX_PARAM_GATHERS);
+	double unit = min >= 1000 ? pow(10, floor(log10(min)) - 2) : 1;
+	char have[32], params[32], need[32];
+	sim_units_format(SIM_UNIT_BYTES, cap, have, sizeof(have));
+	sim_units_format(SIM_UNIT_BYTES, total, params, sizeof(params));
+	sim_units_format(SIM_UNIT_BYTES, ceil(min / unit) * unit, need, sizeof(need));
+	return sim_errf(err, errlen, "parallel.ddp.bucket: %s gives %.0f parameter all-gathers "
+			"per step (%s gathers the %s of parameters of a GPU of stage %u in buckets "
+			"of that size): at most %d; use a bucket of at least %s", have, n,
+			b->dp->name, params, b->stage, PAR_MAX_PARAM_GATHERS, need);
 }
 
 /* The pieces of parameters in forward order, while the gathers are planned. */

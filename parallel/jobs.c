@@ -293,13 +293,19 @@ static int steps_bound(const struct par_jobs *js, const struct par_report *alone
 	}
 	for (size_t i = 0; i < js->n; i++) {
 		double n = (end - sim_ps_to_s(js->job[i].start_ps)) / alone[i].step_time_s;
+		/* Too late a start, or steps of too different lengths. */
+		double late = sim_ps_to_s(js->job[last].start_ps) - sim_ps_to_s(js->job[i].start_ps);
 		if (n > (double)steps + PAR_JOBS_MAX_STEPS)
 			return sim_errf(err, errlen, "jobs: job %s (steps of %.3g s alone) would run "
 					"about %.0f steps together until job %s (start %.6g s) has "
-					"timed %u: at most sim.steps + %d; start the jobs closer "
-					"together", js->job[i].name, alone[i].step_time_s, n,
-					js->job[last].name, sim_ps_to_s(js->job[last].start_ps),
-					steps, PAR_JOBS_MAX_STEPS), PAR_JOBS_TOO_LONG;
+					"timed %u of its steps of %.3g s: at most sim.steps + %d; %s",
+					js->job[i].name, alone[i].step_time_s, n, js->job[last].name,
+					sim_ps_to_s(js->job[last].start_ps), steps,
+					alone[last].step_time_s, PAR_JOBS_MAX_STEPS,
+					late > steps * alone[last].step_time_s
+						? "start the jobs closer together"
+						: "the steps differ too much in length: simulate the jobs "
+						  "apart"), PAR_JOBS_TOO_LONG;
 	}
 	return 0;
 }

@@ -143,6 +143,13 @@ void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim,
 /* Start the job's rank r on its step program now. */
 void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r);
 void par_place_free(struct par_placed *p);
+/* dp_bucket.c: if the builder's stage needs more than PAR_MAX_PARAM_GATHERS
+ * parameter all-gathers (parallel/config.h) and more than *most, set *most
+ * to that number and say why in err. */
+int par_b_check_gathers(const struct builder *b, double *most, char *err, size_t errlen);
+/* check.c: an explicit parallel.algorithms.* choice must be able to run on
+ * every group the layout gives its collectives (0, or -1 with err). */
+int par_check_algorithms(const struct par_train *t, char *err, size_t errlen);
 /* Tokens/s, MFU and HFU of a report from its step_time_s (and gpus,
  * flops_per_token). */
 void par_report_rates(const struct par_train *t, struct par_report *r);

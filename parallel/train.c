@@ -738,8 +738,10 @@ static uint32_t host_step(struct builder *b, double params)
 				   sim_ps_from_s(2 * params / pcie), 0, 2 * params);
 }
 
+/* after_step 0: leave out what follows the step (ZeRO-1/2's parameter
+ * gathers), which changes no memory: the memory walk needs none of it. */
 static struct sim_program *build_program(const struct par_train *t, struct builder *b,
-					 uint32_t stage, uint32_t cpi)
+					 uint32_t stage, uint32_t cpi, int after_step)
 {
 	const struct par_layout *l = t->layout;
 	memset(b, 0, sizeof(*b));
@@ -777,7 +779,7 @@ static struct sim_program *build_program(const struct par_train *t, struct build
 	free(acts);
 	double params = step_params(b);
 	uint32_t step = t->layout->offload.enabled ? host_step(b, params) : gpu_step(b, params);
-	if (b->dp->after_step && b->dpn > 1)
+	if (b->dp->after_step && b->dpn > 1 && after_step)
 		b->dp->after_step(b, step);
 	free(b->ops);
 	free(b->held);
@@ -927,11 +929,13 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 	}
 	/* The busiest stage sets the memory: usually the first (1F1B keeps p
 	 * micro-batches in flight there, SPEC C23). */
+	double gathers = 0;  /* the most of a stage above the limit */
 	for (uint32_t s = 0; s < t->layout->pp; s++) {
 		struct builder b;
 		struct par_memory m;
-		struct sim_program *prog = build_program(t, &b, s, 0);
+		struct sim_program *prog = build_program(t, &b, s, 0, 0);
 		memory_peak(&b, prog, &m);
+		par_b_check_gathers(&b, &gathers, err, errlen);  /* refused below if it fits */
 		if (s == 0 || m.peak > out->memory.peak) {
 			out->memory = m;
 			out->busiest_stage = s;
@@ -948,7 +952,10 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		}
 		sim_program_free(prog);
 	}
-	return 0;
+	/* What only the simulation builds is checked where it would run. */
+	if (!out->memory.fits)
+		return 0;
+	return gathers > 0 ? -1 : par_check_algorithms(t, err, errlen);
 }
 
 /* ---- running ------------------------------------------------------------------------ */
@@ -1164,14 +1171,14 @@ void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim,
 	*p = (struct par_placed){ .t = t, .first = first, .n = (uint32_t)topo_config_gpus(t->cluster) };
 	par_dims_of(t->layout, p->n, d);
 	struct builder b;
-	sim_program_free(build_program(t, &b, 0, 0));  /* the builder's sizes */
+	sim_program_free(build_program(t, &b, 0, 0, 0));  /* the builder's sizes */
 	p->slots = xcalloc((size_t)p->n * NSLOTS, sizeof(uint32_t));
 	add_groups(sim, first, &b, d, p->slots);
 	p->progs = xcalloc((size_t)d->pp * d->cp, sizeof(*p->progs));
 	for (uint32_t s = 0; s < d->pp; s++)
 		for (uint32_t ci = 0; ci < d->cp; ci++) {
 			double stat[PAR_MEM_NCATS];
-			p->progs[s * d->cp + ci] = build_program(t, &b, s, ci);
+			p->progs[s * d->cp + ci] = build_program(t, &b, s, ci, 1);
 			static_memory(&b, stat);
 			for (uint32_t r = 0; r < p->n; r++) {
 				struct par_coords c;

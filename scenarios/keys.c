@@ -153,7 +153,9 @@ static const struct key keys[] = {
 	{ "parallel.fsdp.hsdp", KT_BOOL, OFF(parallel.fsdp.hsdp), 0, 0, "false", NULL,
 	  "shard inside a node, replicate across nodes" },
 	{ "parallel.ddp.bucket", KT_BYTES, OFF(parallel.ddp.bucket_bytes), 1, 1e15, "25MiB", NULL,
-	  "gradient bucket size (PyTorch DDP's default 25 MiB)" },
+	  "gradient bucket size (PyTorch DDP's default 25 MiB); ZeRO-1 and ZeRO-2 all-gather the "
+	  "updated parameters in buckets of this size too, at most 100,000 of them per step (a "
+	  "layout that fits and would need more is refused)" },
 	{ "parallel.ddp.overlap", KT_BOOL, OFF(parallel.ddp.overlap), 0, 0, "true", NULL,
 	  "all-reduce each full bucket while backward goes on" },
 	{ "parallel.ddp.overlap_param_gather", KT_BOOL, OFF(parallel.ddp.overlap_param_gather), 0,
@@ -223,6 +225,7 @@ static const struct key keys[] = {
 };
 
 _Static_assert(SCN_MAX_MICRO_BATCHES == 4096, "the help of training.global_batch says 4096");
+_Static_assert(PAR_MAX_PARAM_GATHERS == 100000, "the help of parallel.ddp.bucket says 100,000");
 _Static_assert(TEXT_MAX(model.description) == 128 && TEXT_MAX(model.source) == 512,
 	       "the help of model.description and model.source says 127 and 511 characters");
 

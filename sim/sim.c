@@ -75,8 +75,8 @@ void sim_free(struct sim *sim)
 {
 	if (!sim)
 		return;
-	/* First the events still queued (a failed run), while what they are
-	 * part of (transfers, collectives) is still there to be read. */
+	/* Drain the queue first: after a failed run it still holds events
+	 * that live in the groups, transfer blocks and bundles freed below. */
 	while (sim->heap.n) {
 		struct sim_heap_entry e;
 		sim_heap_pop(&sim->heap, &e);

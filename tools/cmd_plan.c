@@ -100,7 +100,10 @@ static enum sim_end simulate(const struct scn *base, const struct par_compute_mo
 	struct par_train t;
 	cli_train_of(&t, &s, cm);
 	t.steps = 1, t.sim.fidelity = f;
-	if (par_train_run(&t, r, err, sizeof(err)) < 0) {
+	/* A layout that does not fit is not simulated (nor are its checks of
+	 * what only the simulation builds made: par_train_plan). */
+	if (par_train_plan(&t, r, err, sizeof(err)) < 0 ||
+	    (r->memory.fits && par_train_simulate(&t, r, err, sizeof(err)) < 0)) {
 		snprintf(why, whylen, "%s", err);
 		return SIM_REFUSED;
 	}

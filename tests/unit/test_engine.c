@@ -988,6 +988,39 @@ START_TEST(test_collective_refused)
 }
 END_TEST
 
+/*
+ * A run that fails while a transfer is in flight leaves its events queued:
+ * sim_free must drain them before it frees the transfers they live in
+ * (under AddressSanitizer a use after free fails this test). Ranks 0 and
+ * 1 exchange 10 MB on stream 0 (210 us); at 1 us all three start an hd
+ * all-reduce on 3 ranks, which is refused and fails the run.
+ */
+START_TEST(test_free_after_failure_in_flight)
+{
+	for (int kind = TT_PAIRS; kind <= TT_STAR; kind++) {
+		struct tsim ts;
+		tsim_init(&ts, (enum tt_kind)kind, 3, 10e-6, 50e9, 0);
+		struct sim_program *p[3];
+		for (uint32_t r = 0; r < 3; r++) {
+			p[r] = sim_program_new();
+			if (r == 0)
+				sim_program_send(p[r], 0, "send", 0, 1, 10e6);
+			else if (r == 1)
+				sim_program_recv(p[r], 0, "recv", 0, 0, 10e6);
+			sim_program_compute(p[r], 1, "work", 1 * US, 0, 0);
+			sim_program_coll(p[r], 1, "ar", SIM_COLL_ALLREDUCE, &coll_hd, 0, 1e6, 0, 0);
+			tsim_start(&ts, r, p[r]);
+		}
+		expect_failure(&ts, "power");
+		ck_assert_msg(sim_now(ts.sim) < 210 * US, "failed at %lld ps, after the transfer",
+			      (long long)sim_now(ts.sim));
+		tsim_clear(&ts);  /* sim_free with the transfer still queued */
+		for (uint32_t r = 0; r < 3; r++)
+			sim_program_free(p[r]);
+	}
+}
+END_TEST
+
 /* ---- collectives on the test topology ------------------------------------------ */
 
 /* SPEC C1 on the pairs topology: 2(p-1)(alpha + n/(pW)), flow and analytic. */
@@ -1556,6 +1589,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_deadlock_collective);
 	tcase_add_test(tc, test_collective_mismatch);
 	tcase_add_test(tc, test_collective_refused);
+	tcase_add_test(tc, test_free_after_failure_in_flight);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("collectives");
