@@ -221,7 +221,8 @@ static const struct key keys[] = {
 	  "none: every rank simulated (exact); dp: one data-parallel replica stands for all "
 	  "(collectives across replicas costed in closed form; not with MoE)" },
 	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
-	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB)" },
+	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB); "
+	  "in flow fidelity a shared link costs an event per chunk, so small chunks are slow" },
 };
 
 _Static_assert(SCN_MAX_MICRO_BATCHES == 4096, "the help of training.global_batch says 4096");
