@@ -176,6 +176,10 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	par_var_end(&vr, sim);
 	if (rc == 0 && last && js->finish)
 		rc = js->finish(js->rec_ctx, sim, topo, err, errlen);
+	/* The engine first: after a failed run its queue may still hold a
+	 * job's start event, which lives in run.j. */
+	sim_free(sim);
+	topo_free(topo);
 	for (size_t i = 0; i < k; i++) {
 		par_place_free(&run.j[i].p);
 		free(run.j[i].step_s);
@@ -184,8 +188,6 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 	}
 	free(run.j);
 	free(run.job_of);
-	sim_free(sim);
-	topo_free(topo);
 	return rc;
 }
 

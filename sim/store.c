@@ -410,20 +410,27 @@ static int store_exec(struct sim_store *st, const char *sql, const char *what)
  * Run sql, trying again while another connection holds a lock that
  * SQLite's busy handler does not wait for: two processes opening one new
  * file at once both switch it to WAL, and the second gets SQLITE_BUSY at
- * once (SQLite does not wait where waiting could deadlock). Up to the busy
- * timeout, in 10 ms naps.
+ * once (SQLite does not wait where waiting could deadlock). store_retry:
+ * whether rc is such a lock and the busy timeout is not over yet, after a
+ * 10 ms nap.
  */
+static int store_retry(int rc, int *waited_ms)
+{
+	if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || *waited_ms >= STORE_BUSY_TIMEOUT_MS)
+		return 0;
+	const struct timespec nap = { 0, 10 * 1000 * 1000 };
+	nanosleep(&nap, NULL);
+	*waited_ms += 10;
+	return 1;
+}
+
 static int store_exec_retry(struct sim_store *st, const char *sql, const char *what)
 {
-	for (int waited_ms = 0;; waited_ms += 10) {
-		int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
-			return 0;
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited_ms >= STORE_BUSY_TIMEOUT_MS)
+	int rc, waited_ms = 0;
+	while ((rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+		if (!store_retry(rc, &waited_ms))
 			return store_db_err(st, what);
-		const struct timespec nap = { 0, 10 * 1000 * 1000 };
-		nanosleep(&nap, NULL);
-	}
+	return 0;
 }
 
 /* Step a write statement to completion and make it ready for reuse. */
@@ -560,21 +567,16 @@ static int store_identify(struct sim_store *st, const char *path, int *version, 
 		"(SELECT count(*) FROM sqlite_master), "
 		"(SELECT count(*) FROM sqlite_master WHERE type = 'table' "
 		"AND name IN ('runs', 'ranks'))";
-	int v[4] = { 0 }, rc = SQLITE_BUSY;
-	for (int waited_ms = 0; rc == SQLITE_BUSY && waited_ms <= STORE_BUSY_TIMEOUT_MS;
-	     waited_ms += 10) {
+	int v[4] = { 0 }, rc, waited_ms = 0;
+	do {
 		sqlite3_stmt *s;
-		if (waited_ms) {
-			const struct timespec nap = { 0, 10 * 1000 * 1000 };
-			nanosleep(&nap, NULL);
-		}
 		if ((rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL)) != SQLITE_OK)
 			continue;
 		if ((rc = sqlite3_step(s)) == SQLITE_ROW)
 			for (int k = 0; k < 4; k++)
 				v[k] = sqlite3_column_int(s, k);
 		sqlite3_finalize(s);
-	}
+	} while (rc != SQLITE_ROW && store_retry(rc, &waited_ms));
 	if (rc != SQLITE_ROW)
 		return store_path_err(st, path);
 	int app = v[0], objects = v[2], ours = v[3];

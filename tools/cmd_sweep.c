@@ -531,6 +531,8 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 							 pts[i].r.fig))
 			continue;
 		pts[i].r.point = i;
+		/* A status this version does not know counts as failed, never ok. */
+		pts[i].r.status = 3;
 		for (int k = 0; k < 4; k++)
 			if (!strcmp(status, status_names[k]))
 				pts[i].r.status = k;

@@ -55,7 +55,7 @@ $MPIRUN -n 2 "$CS" sweep "$LESSON" $V --db "$T/m.db" >"$T/out" 2>"$T/err" &&
 CLUSTERSIM_TEST_CRASH=4:KILL $MPIRUN -x CLUSTERSIM_TEST_CRASH -n 3 "$CS" sweep "$LESSON" $V \
 	--db "$T/c.db" >"$T/out" 2>"$T/err"
 rc=$?
-[ $rc != 0 ] && [ "$(sqlite3 "$T/c.db" "SELECT status || '|' || reason FROM sweep_points WHERE point = 4")" = \
+[ $rc = 1 ] && [ "$(sqlite3 "$T/c.db" "SELECT status || '|' || reason FROM sweep_points WHERE point = 4")" = \
 	"failed|its worker was killed by signal 9 (SIGKILL)" ] &&
 	[ "$(sqlite3 "$T/c.db" "SELECT count(*) FROM sweep_points WHERE status = 'ok'")" = 8 ] &&
 	ok "a point killed under mpirun is stored failed with SIGKILL, the 8 others ok" ||

@@ -88,11 +88,16 @@ state=$(ps -o stat= -p "$victim" 2>/dev/null)
 	bad "the killed worker $victim is still there ($state) while the sweep runs"
 wait_for $pid 3000
 rc=$?
-[ $rc = 1 ] && ok "kill -9 of a worker: the sweep ends, exit 1" || bad "kill -9: exit $rc: $(cat "$T/err")"
-[ "$(count "$T/k.db" "status = 'failed' AND reason = 'its worker was killed by signal 9 (SIGKILL)'")" = 1 ] &&
-	[ "$(count "$T/k.db" "status = 'ok'")" = 3 ] &&
-	ok "the killed worker's point is failed with SIGKILL, the other 3 ok" ||
-	bad "after kill -9: $(sqlite3 "$T/k.db" "SELECT point, status, reason FROM sweep_points")"
+# The worker may have finished its point between the look and the kill:
+# then it died idle, nothing was lost and the sweep exits 0 with 4 points
+# ok (the CLUSTERSIM_TEST_CRASH cases above are the deterministic proof).
+nfailed=$(count "$T/k.db" "status = 'failed' AND reason = 'its worker was killed by signal 9 (SIGKILL)'")
+nok=$(count "$T/k.db" "status = 'ok'")
+if [ $rc = 1 ] && [ "$nfailed" = 1 ] && [ "$nok" = 3 ]; then
+	ok "kill -9 of a busy worker: the sweep ends, exit 1, its point failed with SIGKILL, the other 3 ok"
+elif [ $rc = 0 ] && [ "$nfailed" = 0 ] && [ "$nok" = 4 ]; then
+	ok "kill -9 of a worker that had just finished: the sweep ends, exit 0, all 4 points ok"
+else bad "after kill -9: exit $rc: $(sqlite3 "$T/k.db" "SELECT point, status, reason FROM sweep_points") $(head -c 300 "$T/err")"; fi
 
 # plan: a simulation whose worker aborts is named, the rest ranked, exit 1.
 for j in 1 2; do
