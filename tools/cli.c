@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "tools/cli.h"
+#include "tools/svg.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -616,4 +617,25 @@ void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
 	       "training in %.1f days\n", label, job_mtbf_s / 3600, gpus, checkpoint_bytes / 1e9,
 	       checkpoint_s, interval_s, young_s, goodput, interruptions, useful_s / 86400,
 	       useful_s / (goodput > 0 ? goodput : 1) / 86400);
+}
+
+/* s as a JSON string: quotes, backslashes and control characters escaped,
+ * invalid UTF-8 replaced by U+FFFD. NULL is "". */
+void cli_json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	fputc('"', f);
+	while (*p) {
+		size_t n = gantt_utf8_len(p);
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else if (n == 0)
+			fputs("\\ufffd", f);
+		else
+			fwrite(p, 1, n, f);
+		p += n ? n : 1;
+	}
+	fputc('"', f);
 }

@@ -160,6 +160,10 @@ int cli_fold_option(const struct cli_args *a, const char *option, const char *ke
 struct scn;
 void cli_warn_scenario(const struct cli_args *a, const struct scn *s, const char *label);
 
+/* s as a JSON string on f, whole: quotes, backslashes and control
+ * characters escaped, invalid UTF-8 replaced by U+FFFD. NULL is "". */
+void cli_json_str(FILE *f, const char *s);
+
 /* Print "clustersim CMD: message" to stderr and return code. */
 int cli_error(const struct cli_args *a, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

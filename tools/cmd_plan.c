@@ -286,17 +286,6 @@ static void print_table(const struct ranked *v, size_t n, size_t top)
 	}
 }
 
-/* A JSON string: quotes and backslashes escaped, control bytes dropped
- * (sim_json_escape, which keeps 3 bytes spare), whole. */
-static void json_str(const char *s)
-{
-	size_t len = 2 * strlen(s) + 4;
-	char *buf = xmalloc(len);
-	sim_json_escape(s, buf, len);
-	printf("\"%s\"", buf);
-	free(buf);
-}
-
 static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t total, size_t fits,
 		       const uint64_t dropped[], double per_s, double wall)
 {
@@ -315,7 +304,7 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 		       v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it: no figures */
 			printf("null,\"failed\":");
-			json_str(v[i].why);
+			cli_json_str(stdout, v[i].why);
 			printf(",\"estimate_rank\":%u}", v[i].est_rank);
 			continue;
 		}
@@ -324,7 +313,7 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 			printf("\"flow_step_time_s\":%.9g,", v[i].flow_s);
 		else if (v[i].flow_why) {
 			printf("\"flow_failed\":");
-			json_str(v[i].flow_why);
+			cli_json_str(stdout, v[i].flow_why);
 			printf(",");
 		}
 		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"bubble_s\":%.9g,"

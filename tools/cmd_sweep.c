@@ -310,17 +310,6 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 	}
 }
 
-/* A JSON string: quotes and backslashes escaped, control bytes dropped
- * (sim_json_escape), whole however long: an escape takes two bytes. */
-static void json_str(FILE *f, const char *s)
-{
-	size_t len = 2 * strlen(s) + 4;   /* it keeps 3 bytes spare */
-	char *buf = xmalloc(len);
-	sim_json_escape(s, buf, len);
-	fprintf(f, "\"%s\"", buf);
-	free(buf);
-}
-
 static const char *const fig_names[SIM_STORE_POINT_FIGURES] = {
 	"step_time_s", "tokens_per_s", "mfu", "hfu", "peak_bytes", "capacity_bytes", "fits",
 	"compute_s", "exposed_comm_s", "bubble_s", "idle_s", "gpus", "dp", "micro_batches",
@@ -339,14 +328,14 @@ static void print_json(const struct sweep *sw, const struct point_out *pts, int6
 		printf("%s{\"point\":%u,\"values\":{", first ? "" : ",", i);
 		for (unsigned k = 0; k < sw->nvary; k++) {
 			printf("%s", k ? "," : "");
-			json_str(stdout, sw->vary[k].key);
+			cli_json_str(stdout, sw->vary[k].key);
 			printf(":");
-			json_str(stdout, vals[k]);
+			cli_json_str(stdout, vals[k]);
 		}
 		printf("},\"status\":\"%s\"", status_names[pts[i].r.status]);
 		if (pts[i].r.status) {
 			printf(",\"reason\":");
-			json_str(stdout, pts[i].r.reason);
+			cli_json_str(stdout, pts[i].r.reason);
 		}
 		for (int f = 0; f < SIM_STORE_POINT_FIGURES; f++)
 			if (!isnan(pts[i].r.fig[f]))

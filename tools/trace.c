@@ -13,9 +13,10 @@
  * Times are picoseconds in the database and microseconds in the trace,
  * written as whole microseconds and six decimals with integer arithmetic:
  * exact, with no rounding through a double. Every string from the database
- * goes through json_string(), which escapes what JSON requires and writes
+ * goes through cli_json_str(), which escapes what JSON requires and writes
  * invalid UTF-8 as U+FFFD, so the file always parses.
  */
+#include "tools/cli.h"
 #include "tools/trace.h"
 
 #include <errno.h>
@@ -145,27 +146,6 @@ size_t trace_events(const struct trace *t)
 
 /* ---- JSON values ------------------------------------------------------------------- */
 
-/* s as a JSON string: quotes, backslashes and control characters escaped,
- * invalid UTF-8 replaced by U+FFFD. NULL is "". */
-static void json_string(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	fputc('"', f);
-	while (*p) {
-		size_t n = gantt_utf8_len(p);
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else if (n == 0)
-			fputs("\\ufffd", f);
-		else
-			fwrite(p, 1, n, f);
-		p += n ? n : 1;
-	}
-	fputc('"', f);
-}
-
 /* A time in ps as microseconds, exactly: "12.345678". */
 static void json_us(FILE *f, int64_t t_ps)
 {
@@ -240,15 +220,15 @@ static void write_op(sqlite3_stmt *q, FILE *f, int first)
 	fputs(",\"dur\":", f);
 	json_us(f, e - s);
 	fputs(",\"name\":", f);
-	json_string(f, (const char *)sqlite3_column_text(q, 3));
+	cli_json_str(f, (const char *)sqlite3_column_text(q, 3));
 	fputs(",\"cat\":", f);
-	json_string(f, kind);
+	cli_json_str(f, kind);
 	fputs(",\"args\":{\"bytes\":", f);
 	json_real(f, q, 6);
 	fputs(",\"flops\":", f);
 	json_real(f, q, 7);
 	fputs(",\"kind\":", f);
-	json_string(f, kind);
+	cli_json_str(f, kind);
 	fputs("}}", f);
 }
 
@@ -286,7 +266,7 @@ static int write_other(struct trace *t, FILE *f)
 		t->w.nranks);
 	for (int i = 0; rc == SQLITE_ROW && i < (int)ARRAY_SIZE(keys); i++) {
 		fprintf(f, ",\"%s\":", keys[i]);
-		json_string(f, (const char *)sqlite3_column_text(q, i));
+		cli_json_str(f, (const char *)sqlite3_column_text(q, i));
 	}
 	fprintf(f, ",\"from_ps\":%" PRId64 ",\"to_ps\":%" PRId64 "}", t->w.from_ps, t->w.to_ps);
 	sqlite3_finalize(q);
