@@ -484,9 +484,9 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 	}
 	/* A message whose own time passes the clock's range, named (xfer_schedule
 	 * catches the rest). */
-	double alone_s = sim_ps_to_s(x->route.alpha_ps) +
-			 (x->route.bw_Bps > 0 ? x->left / x->route.bw_Bps : 0);
-	if (sim_ps_add(sim->now, sim_ps_from_s(alone_s)) == SIM_PS_MAX) {
+	double alone_ps = (double)x->route.alpha_ps +
+			  (x->route.bw_Bps > 0 ? x->left / x->route.bw_Bps * SIM_PS_PER_S : 0);
+	if ((double)sim->now + alone_ps >= 0x1p63) {
 		char what[192], lat[48];
 		if (x->route.alpha_ps == SIM_PS_MAX)
 			snprintf(lat, sizeof(lat), "a latency past the clock");
