@@ -20,48 +20,7 @@
 #include "sim/outfile.h"
 #include "sim/util.h"
 #include "tests/checkmain.h"
-
-struct tmp {
-	char dir[64];
-};
-
-static void tmp_init(struct tmp *t)
-{
-	snprintf(t->dir, sizeof t->dir, "/tmp/test_outfile.XXXXXX");
-	ck_assert_msg(mkdtemp(t->dir) != NULL, "mkdtemp failed");
-}
-
-static char *tmp_path(const struct tmp *t, const char *name)
-{
-	return xasprintf("%s/%s", t->dir, name);
-}
-
-/* Files in the directory, "." and ".." left out. */
-static int tmp_count(const struct tmp *t)
-{
-	DIR *d = opendir(t->dir);
-	ck_assert_ptr_nonnull(d);
-	int n = 0;
-	for (struct dirent *e; (e = readdir(d)) != NULL;)
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return n;
-}
-
-static void tmp_clear(struct tmp *t)
-{
-	DIR *d = opendir(t->dir);
-	ck_assert_ptr_nonnull(d);
-	for (struct dirent *e; (e = readdir(d)) != NULL;) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char *p = tmp_path(t, e->d_name);
-		unlink(p);
-		free(p);
-	}
-	closedir(d);
-	rmdir(t->dir);
-}
+#include "tests/tmpdir.h"
 
 static void put(const char *path, const char *text)
 {
@@ -87,7 +46,7 @@ static const char *get(const char *path)
 START_TEST(test_commit_replaces)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *path = tmp_path(&t, "out.csv"), err[256] = "";
 	put(path, "old\n");
 	chmod(path, 0640);
@@ -112,7 +71,7 @@ END_TEST
 START_TEST(test_abort_keeps_old)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *path = tmp_path(&t, "out.svg"), err[256] = "";
 	put(path, "old\n");
 	struct sim_out o;
@@ -130,7 +89,7 @@ END_TEST
 START_TEST(test_new_file_mode)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *path = tmp_path(&t, "new.txt"), err[256] = "";
 	mode_t old = umask(022);
 	struct sim_out o;
@@ -151,7 +110,7 @@ END_TEST
 START_TEST(test_write_error_keeps_old)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *path = tmp_path(&t, "big.csv"), err[256] = "";
 	put(path, "old\n");
 	signal(SIGXFSZ, SIG_IGN);
@@ -178,7 +137,7 @@ END_TEST
 START_TEST(test_bad_paths)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *nodir = tmp_path(&t, "no/such.csv"), err[256] = "";
 	struct sim_out o;
 	ck_assert_int_eq(sim_out_open(&o, nodir, err, sizeof err), SIM_OUT_BADPATH);
@@ -195,7 +154,7 @@ END_TEST
 START_TEST(test_symlink_followed)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *target = tmp_path(&t, "target.txt"), *link = tmp_path(&t, "link.txt");
 	char err[256] = "";
 	put(target, "old\n");
@@ -217,7 +176,7 @@ END_TEST
 START_TEST(test_same)
 {
 	struct tmp t;
-	tmp_init(&t);
+	tmp_init(&t, "test_outfile");
 	char *a = tmp_path(&t, "a.db"), *b = tmp_path(&t, "b.db"), *hard = tmp_path(&t, "h.db");
 	char *sym = tmp_path(&t, "s.db"), *dotted = xasprintf("%s/./a.db", t.dir);
 	char *new1 = tmp_path(&t, "new.csv"), *new2 = xasprintf("%s/../%s/new.csv", t.dir,

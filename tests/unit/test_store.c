@@ -19,40 +19,9 @@
 
 #include "sim/store.h"
 #include "tests/checkmain.h"
+#include "tests/tmpdir.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* A scratch directory, removed with everything in it by tmp_clear(). */
-struct tmp {
-	char dir[64];
-};
-
-static void tmp_init(struct tmp *t)
-{
-	snprintf(t->dir, sizeof t->dir, "/tmp/test_store.XXXXXX");
-	ck_assert_msg(mkdtemp(t->dir) != NULL, "mkdtemp failed");
-}
-
-static char *tmp_path(const struct tmp *t, const char *name)
-{
-	return xasprintf("%s/%s", t->dir, name);
-}
-
-static void tmp_clear(struct tmp *t)
-{
-	DIR *d = opendir(t->dir);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char *p = tmp_path(t, e->d_name);
-		unlink(p);
-		free(p);
-	}
-	closedir(d);
-	rmdir(t->dir);
-}
 
 static struct sim_store *open_ok(const char *path)
 {
@@ -164,7 +133,7 @@ static int64_t complete_run(struct sim_store *st, uint32_t nops)
 START_TEST(test_open_create)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "new.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -191,7 +160,7 @@ END_TEST
 START_TEST(test_reopen)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "re.db");
 	struct sim_store *st = open_ok(path);
 	int64_t id = complete_run(st, 3);
@@ -215,7 +184,7 @@ END_TEST
 START_TEST(test_not_sqlite)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "garbage.db");
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -236,7 +205,7 @@ END_TEST
 START_TEST(test_wrong_version)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "old.db");
 	sqlite3 *db;
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
@@ -280,7 +249,7 @@ START_TEST(test_foreign_untouched)
 	};
 	for (size_t i = 0; i < sizeof makers / sizeof makers[0]; i++) {
 		struct tmp t = { .dir = "" };
-		tmp_init(&t);
+		tmp_init(&t, "test_store");
 		char *path = tmp_path(&t, "other.db");
 		sqlite3 *db;
 		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
@@ -312,7 +281,7 @@ END_TEST
 START_TEST(test_application_id)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "new.db"), *empty = tmp_path(&t, "empty.db");
 	FILE *f = fopen(empty, "w");
 	ck_assert_ptr_nonnull(f);
@@ -345,7 +314,7 @@ END_TEST
 START_TEST(test_run_lifecycle)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "life.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -411,7 +380,7 @@ END_TEST
 START_TEST(test_many_ops)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "many.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *other = reader(path);
@@ -452,7 +421,7 @@ END_TEST
 START_TEST(test_run_fail)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "fail.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -488,7 +457,7 @@ END_TEST
 START_TEST(test_second_run)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "two.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -525,7 +494,7 @@ END_TEST
 START_TEST(test_coll_result)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "coll.db");
 	struct sim_store *st = open_ok(path);
 
@@ -566,7 +535,7 @@ END_TEST
 START_TEST(test_jobs_rows)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "jobs.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -612,7 +581,7 @@ END_TEST
 START_TEST(test_version3_upgrade)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "v3.db");
 	struct sim_store *st = open_ok(path);
 	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run x.yaml", "{}", "flow", 2), 0);
@@ -638,7 +607,7 @@ END_TEST
 START_TEST(test_last_complete)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "last.db");
 	struct sim_store *st = open_ok(path);
 
@@ -661,7 +630,7 @@ END_TEST
 START_TEST(test_recorder_error)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "err.db");
 	struct sim_store *st = open_ok(path);
 	sqlite3 *db = sim_store_db(st);
@@ -698,7 +667,7 @@ END_TEST
 START_TEST(test_misuse)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "misuse.db");
 	struct sim_store *st = open_ok(path);
 
@@ -727,7 +696,7 @@ END_TEST
 START_TEST(test_close_running)
 {
 	struct tmp t = { .dir = "" };
-	tmp_init(&t);
+	tmp_init(&t, "test_store");
 	char *path = tmp_path(&t, "close.db");
 	struct sim_store *st = open_ok(path);
 	int64_t id = sim_store_run_begin(st, "run", "{}", "flow", 8);
