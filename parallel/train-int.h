@@ -1,9 +1,10 @@
 /*
- * train-int.h - what the training-step builder (train.c) shares with the
+ * train-int.h - what the training-step builder (builder.c and its parts) shares with the
  * data-parallel strategies (dp_bucket.c: DDP, ZeRO-1, ZeRO-2; dp_shard.c:
  * ZeRO-3, FSDP, HSDP).
  *
- * The builder writes one program that every rank of the step shares. It
+ * The builder (builder.c, with tp.c, cp.c, moe_step.c, passes.c,
+ * optimizer.c) writes one program that every rank of the step shares. It
  * walks micro-batches, layers and phases and calls the strategy's hooks where
  * a framework would act: before and after each layer (gather or free
  * parameters), whenever a backward op completes gradients, at the end of the
@@ -86,7 +87,7 @@ struct builder {
 
 /*
  * A data-parallel strategy: one file, one const struct, one line in the
- * table of train.c. Hooks may be NULL.
+ * table of builder.c (par_dp_strategy_of). Hooks may be NULL.
  */
 struct par_dp_strategy {
 	const char *name;
@@ -108,7 +109,7 @@ struct par_dp_strategy {
 extern const struct par_dp_strategy par_dp_ddp, par_dp_zero1, par_dp_zero2;
 extern const struct par_dp_strategy par_dp_zero3, par_dp_fsdp;
 
-/* Builder helpers for the strategies (train.c). */
+/* Builder helpers for the strategies (builder.c). */
 uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum sim_coll_op op,
 		    unsigned slot, double bytes, uint32_t after);
 double par_b_params(const struct builder *b);       /* Ψ on one rank (all layers) */
@@ -123,6 +124,55 @@ void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_N
 void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
 /* The next compute op appended waits for op too (NO_OP: nothing). */
 void par_b_wait(struct builder *b, uint32_t op);
+
+/* builder.c: the layout's data-parallel strategy, data-parallel size and
+ * micro-batches per replica. */
+const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l);
+uint32_t par_dp_of(const struct par_train *t);
+uint32_t par_micro_batches(const struct par_train *t);
+/* The virtual stage of chunk c of this program's stage (c p + s), and the
+ * layers of virtual stage vs. */
+uint32_t par_b_vstage(const struct builder *b, unsigned chunk);
+void par_b_stage_range(const struct builder *b, uint32_t vs, uint32_t *first, uint32_t *count);
+/* "mb3" or "mb3.c1": which micro-batch (and chunk) an op belongs to. */
+void par_b_mb_label(const struct builder *b, char *buf, size_t len);
+/* The compute op just appended waits for what the builder holds for it. */
+void par_b_take_waits(struct builder *b);
+/* Append model ops (or the first n of the scratch list) to the compute
+ * stream with what TP, CP and MoE add around them; the last op's index. */
+uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
+			const struct par_op *ops, size_t n);
+uint32_t par_b_emit(struct builder *b, const char *where, enum par_phase ph, size_t n);
+/* Fill the scratch list from one of model.c's op writers (the layer's
+ * kernels with sequence parallelism when it is on). */
+typedef size_t (*ops_fn)(const struct par_model *, const struct par_training *, unsigned,
+			 enum par_phase, struct par_op *, size_t);
+size_t par_b_fetch(struct builder *b, ops_fn fn, enum par_phase ph);
+size_t par_b_fetch_layer(struct builder *b, enum par_phase ph);
+/* Stage `stage`, CP rank cpi's program; after_step 0 leaves out what
+ * follows the optimizer step (ZeRO-1/2's parameter gathers), which changes
+ * no memory. The caller frees it. */
+struct sim_program *par_b_build(const struct par_train *t, struct builder *b, uint32_t stage,
+				uint32_t cpi, int after_step);
+/* tp.c: the tensor-parallel collectives a kernel needs before (or after) it. */
+void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
+		 const char *where);
+/* cp.c: an attention kernel under context parallelism (ring or Ulysses). */
+void par_cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where);
+/* moe_step.c: the MoE MLP of the layer being built (b->moe_layer), and
+ * what the layer keeps for its backward. */
+void par_moe_block(struct builder *b, const char *where, int bwd);
+double par_moe_activation_bytes(struct builder *b);
+/* passes.c: the forward or backward pass of micro-batch b->mb through
+ * chunk b->chunk (last_action: the stage's last, which ends its pipeline
+ * phase). */
+void par_pass_forward(struct builder *b);
+void par_pass_backward(struct builder *b, int last_action);
+/* optimizer.c: the optimizer step over this rank's share of the
+ * parameters, on the GPU or (offload) the host; its op. */
+uint32_t par_b_optimizer_step(struct builder *b);
+/* memory.c: the rank's bytes held from the start, by category. */
+void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS]);
 
 /*
  * One job's step placed on a sim (train.c places one on a sim of its own;

@@ -1,0 +1,310 @@
+/*
+ * builder.c - the step builder's own machinery: which data-parallel
+ * strategy a layout uses, the data-parallel size and micro-batches, the
+ * helpers the strategies call (collectives, parameters, memory markers,
+ * waits), appending model ops to the compute stream, and building one
+ * stage's program from the schedule's actions (par_b_build).
+ *
+ * A compute op waits for what the builder holds for it (par_b_wait): a
+ * pipeline receive, tensor- or context-parallel collectives, parameter
+ * gathers. Tensor parallelism (tp.c), context parallelism (cp.c) and the
+ * experts of an MoE layer (moe_step.c) add their ops around the model's
+ * kernels as they are appended (par_b_emit_ops).
+ */
+#include "parallel/train-int.h"
+#include "parallel/layout.h"
+#include "parallel/schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The data-parallel strategies. To add one: write parallel/dp_NAME.c
+ * exporting `const struct par_dp_strategy par_dp_NAME` (train-int.h),
+ * declare it there, choose it in par_dp_strategy_of() below, add the file to
+ * Makefile.am and a case to tests/conformance/test_zero_spec.c.
+ */
+const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l)
+{
+	static const struct par_dp_strategy *const by_zero[] = {
+		&par_dp_ddp, &par_dp_zero1, &par_dp_zero2, &par_dp_zero3,
+	};
+	if (l->fsdp.enabled)
+		return &par_dp_fsdp;
+	BUG_ON(l->zero > 3);
+	return by_zero[l->zero];
+}
+
+uint32_t par_dp_of(const struct par_train *t)
+{
+	const struct par_layout *l = t->layout;
+	return l->dp ? l->dp : (uint32_t)topo_config_gpus(t->cluster) / (l->tp * l->cp * l->pp);
+}
+
+uint32_t par_micro_batches(const struct par_train *t)
+{
+	return t->training->global_batch / par_dp_of(t) / t->training->micro_batch;
+}
+
+/* ---- helpers for the strategies ---------------------------------------- */
+
+uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum sim_coll_op op,
+		    unsigned slot, double bytes, uint32_t after)
+{
+	uint32_t i = sim_program_coll(b->prog, stream, name, op, b->t->layout->algo[op], slot,
+				      bytes, 0, 0);
+	if (after != NO_OP)
+		sim_program_dep(b->prog, after);
+	return i;
+}
+
+double par_b_params(const struct builder *b)
+{
+	return b->params;
+}
+
+double par_b_layer_params(const struct builder *b, int l)
+{
+	const struct par_model *m = b->t->model;
+	if (l < 0)
+		return (par_embedding_params(m) + par_head_params(m)) / b->tp;
+	if (!par_layer_is_moe(m, (unsigned)l))
+		return par_layer_params(m) / b->tp;
+	/* An MoE layer: the rank holds experts / ep of the routed experts. */
+	double ep = b->t->layout->ep ? b->t->layout->ep : 1, e = par_expert_params(m);
+	return (par_moe_layer_params(m) - m->moe.experts * e * (1 - 1 / ep)) / b->tp;
+}
+
+/* The virtual stages of this program's stage: chunk c is vs = c p + s. */
+uint32_t par_b_vstage(const struct builder *b, unsigned chunk)
+{
+	return chunk * b->pp + b->stage;
+}
+
+void par_b_stage_range(const struct builder *b, uint32_t vs, uint32_t *first, uint32_t *count)
+{
+	char err[256];
+	if (par_stage_layers(b->t->layout, b->t->model->layers, vs, first, count, err,
+			     sizeof(err)) < 0)
+		BUG("%s", err);  /* scn_validate checked the split */
+}
+
+/*
+ * This rank's parameters in forward order, piece by piece: per model chunk,
+ * the embedding (-1) on the first virtual stage, the chunk's layers, the head
+ * (-2) on the last (with tied embeddings and a pipeline, the last stage keeps
+ * its own copy of the embedding, as Megatron does).
+ */
+void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, double params),
+		      void *ctx)
+{
+	const struct par_model *m = b->t->model;
+	uint32_t V = b->pp * b->vpp;
+	for (unsigned c = 0; c < b->vpp; c++) {
+		uint32_t vs = par_b_vstage(b, c), first, count;
+		par_b_stage_range(b, vs, &first, &count);
+		if (vs == 0)
+			fn(ctx, -1, par_embedding_params(m) / b->tp);
+		for (uint32_t l = first; l < first + count; l++)
+			fn(ctx, (int)l, par_b_layer_params(b, (int)l));
+		if (vs == V - 1)
+			fn(ctx, -2, (par_head_params(m) + (m->tied_embeddings && V > 1
+							    ? par_embedding_params(m) : 0)) / b->tp);
+	}
+}
+
+static void add_params(void *ctx, int piece, double params)
+{
+	(void)piece;
+	*(double *)ctx += params;
+}
+
+/* Parameters this rank holds. */
+static double stage_params(const struct builder *b)
+{
+	double p = 0;
+	par_b_each_param(b, add_params, &p);
+	return p;
+}
+
+void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
+{
+	struct par_states st;
+	const struct par_training *tr = b->t->training;
+	par_model_states(par_b_params(b), tr->precision, tr->optimizer, zero, b->shard,
+			 b->t->layout->ddp.fp32_grads, &st);
+	memset(bytes, 0, PAR_MEM_NCATS * sizeof(double));
+	bytes[PAR_MEM_WEIGHTS] = st.weights;
+	bytes[PAR_MEM_GRADS] = st.grads;
+	/* ZeRO-Offload keeps the optimizer states (and fp32 master) on the host. */
+	bytes[PAR_MEM_OPTIMIZER] = b->t->layout->offload.enabled ? 0 : st.optimizer;
+}
+
+/* ---- the compute stream -------------------------------------------------- */
+
+/* "mb3" or "mb3.c1": which micro-batch (and chunk) an op belongs to. */
+void par_b_mb_label(const struct builder *b, char *buf, size_t len)
+{
+	if (b->vpp > 1)
+		sim_fmt(buf, len, "mb%u.c%u", b->mb, b->chunk);
+	else
+		sim_fmt(buf, len, "mb%u", b->mb);
+}
+
+
+void par_b_wait(struct builder *b, uint32_t op)
+{
+	if (op == NO_OP)
+		return;
+	for (unsigned i = 0; i < b->nwaits; i++)
+		if (b->waits[i] == op)
+			return;
+	if (b->nwaits == b->waitcap) {
+		b->waitcap = b->waitcap ? 2 * b->waitcap : 8;
+		b->waits = xreallocarray(b->waits, b->waitcap, sizeof(*b->waits));
+	}
+	b->waits[b->nwaits++] = op;
+}
+
+/* The compute op just appended waits for what the builder holds for it. */
+void par_b_take_waits(struct builder *b)
+{
+	for (unsigned i = 0; i < b->nwaits; i++)
+		sim_program_dep(b->prog, b->waits[i]);
+	b->nwaits = 0;
+}
+
+
+/* Append a list of model ops to the compute stream; returns the last index. */
+uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
+			 const struct par_op *ops, size_t n)
+{
+	const struct par_train *t = b->t;
+	char mb[24];
+	int moe_done = 0;
+	par_b_mb_label(b, mb, sizeof(mb));
+	for (size_t i = 0; i < n; i++) {
+		const struct par_op *o = &ops[i];
+		char name[96];
+		if (b->moe_layer >= 0 && par_mlp_kernel(o->name)) {
+			/* An MoE layer: the experts replace the dense MLP, once per
+			 * pass (the recomputed forward has its own). */
+			int bwd = ph == PAR_BWD && !o->recompute;
+			if (moe_done != 1 + bwd) {
+				par_moe_block(b, where, bwd);
+				moe_done = 1 + bwd;
+			}
+			continue;
+		}
+		if (b->cp > 1 && o->cls == PAR_OP_ATTENTION) {
+			par_cp_attention(b, o, ph == PAR_BWD && !o->recompute, where);
+			continue;
+		}
+		par_tp_hook(b, o, ph, 1, where);
+		sim_fmt(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
+			ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
+		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
+		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
+						      o->bytes);
+		par_b_take_waits(b);
+		if (b->reduce && o->params > 0 && o->expert)
+			b->expert_grads += o->params * b->grad_elem;
+		else if (b->reduce && o->params > 0 && b->dp->grads)
+			b->dp->grads(b, o->params, b->last_compute);
+		par_tp_hook(b, o, ph, 0, where);
+	}
+	return b->last_compute;
+}
+
+uint32_t par_b_emit(struct builder *b, const char *where, enum par_phase ph, size_t n)
+{
+	return par_b_emit_ops(b, where, ph, b->ops, n);
+}
+
+void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
+{
+	char n[96], mb[24];
+	par_b_mb_label(b, mb, sizeof(mb));
+	sim_fmt(n, sizeof(n), "%s.%s", name, mb);
+	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, n, 0, 0, 0);
+	sim_program_mem(b->prog, cat, bytes);
+	par_b_take_waits(b);
+}
+
+/* Fill the scratch list from one of model.c's op writers. */
+
+size_t par_b_fetch(struct builder *b, ops_fn fn, enum par_phase ph)
+{
+	size_t n = fn(b->t->model, &b->local, b->tp, ph, NULL, 0);
+	if (n > b->cap) {
+		b->cap = n;
+		b->ops = xreallocarray(b->ops, n, sizeof(*b->ops));
+	}
+	return fn(b->t->model, &b->local, b->tp, ph, b->ops, n);
+}
+
+/* The layer's kernels, with sequence parallelism when it is on. */
+size_t par_b_fetch_layer(struct builder *b, enum par_phase ph)
+{
+	const struct par_model *m = b->t->model;
+	const struct par_training *tr = &b->local;
+	size_t n = par_layer_ops_sp(m, tr, b->tp, b->sp, ph, NULL, 0);
+	if (n > b->cap) {
+		b->cap = n;
+		b->ops = xreallocarray(b->ops, n, sizeof(*b->ops));
+	}
+	return par_layer_ops_sp(m, tr, b->tp, b->sp, ph, b->ops, n);
+}
+
+/* after_step 0: leave out what follows the step (ZeRO-1/2's parameter
+ * gathers), which changes no memory: the memory walk needs none of it. */
+struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
+					 uint32_t stage, uint32_t cpi, int after_step)
+{
+	const struct par_layout *l = t->layout;
+	memset(b, 0, sizeof(*b));
+	b->t = t;
+	b->dp = par_dp_strategy_of(l);
+	b->prog = sim_program_new();
+	b->grad_elem = par_grad_bytes(t->training->precision, l->ddp.fp32_grads);
+	b->dpn = par_dp_of(t) * l->cp;  /* gradients are reduced over DP x CP */
+	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
+	b->sp = l->sp && l->tp > 1;
+	b->nranks = b->dpn * l->tp * l->pp;
+	b->shard = l->fsdp.enabled && l->fsdp.hsdp
+			   ? topo_config_gpus_per_node(t->cluster)
+			   : b->dpn;
+	b->params = stage_params(b);
+	b->cp = l->cp, b->cpi = cpi;
+	b->local = *t->training;
+	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
+	b->nmb = par_micro_batches(t);
+	b->nwaits = 0;
+	b->last_grad_comm = b->last_param_comm = NO_OP;
+	b->last_compute = NO_OP;
+	b->moe_layer = -1;
+	size_t n = 2 * (size_t)b->nmb * b->vpp;
+	struct par_action *acts = xmalloc(n * sizeof(*acts));
+	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
+	for (size_t i = 0; i < n; i++) {
+		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
+		b->reduce = b->dpn > 1 && (b->dp->reduce_every_mb || b->mb + 1 == b->nmb);
+		if (acts[i].backward)
+			par_pass_backward(b, i + 1 == n);
+		else
+			par_pass_forward(b);
+	}
+	free(acts);
+	uint32_t step = par_b_optimizer_step(b);
+	if (b->dp->after_step && b->dpn > 1 && after_step)
+		b->dp->after_step(b, step);
+	free(b->ops);
+	free(b->held);
+	free(b->gather);
+	free(b->moe_factor);
+	free(b->moe_dropped);
+	free(b->waits);
+	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
+	b->waits = NULL, b->nwaits = b->waitcap = 0;
+	return b->prog;
+}

@@ -1,0 +1,94 @@
+/*
+ * moe_step.c - the mixture-of-experts layers in the step: the routing load
+ * of each layer (moe.c), the dispatch and combine all-to-alls over the
+ * expert group (SPEC C28), the rank's experts, the shared experts, and the
+ * expert gradients reduced over the ranks that hold the same experts.
+ */
+#include "parallel/train-int.h"
+#include "parallel/moe.h"
+
+#include <stdlib.h>
+
+/* ---- mixture of experts ---------------------------------------------------- */
+
+/* The routing load of the current MoE layer (moe.c), computed once per layer. */
+static double moe_factor(struct builder *b)
+{
+	if (!b->moe_factor) {
+		b->moe_factor = xcalloc(b->t->model->layers, sizeof(double));
+		b->moe_dropped = xcalloc(b->t->model->layers, sizeof(double));
+	}
+	unsigned l = (unsigned)b->moe_layer;
+	if (b->moe_factor[l] == 0) {
+		struct par_moe_load load;
+		par_moe_load(b->t->model, b->t->layout->ep, b->t->seed, l, &load);
+		b->moe_factor[l] = load.factor;
+		b->moe_dropped[l] = load.dropped;
+	}
+	return b->moe_factor[l];
+}
+
+static void moe_part(struct builder *b, const char *where, int part, enum par_phase ph)
+{
+	struct par_op ops[8];
+	size_t n = par_moe_ops(b->t->model, &b->local, b->tp, b->t->layout->ep, moe_factor(b),
+			       part, ph, ops, ARRAY_SIZE(ops));
+	int layer = b->moe_layer;
+	b->moe_layer = -1;  /* these are the experts, not a dense MLP */
+	par_b_emit_ops(b, where, ph, ops, n);
+	b->moe_layer = layer;
+}
+
+/* Dispatch or combine: every token's hidden state to (or from) its top-k
+ * experts over the EP group: T k h bytes (bf16) each rank holds (SPEC C28). */
+static void moe_alltoall(struct builder *b, const char *where, const char *what, int bwd)
+{
+	if (b->t->layout->ep < 2)
+		return;
+	const struct par_model *m = b->t->model;
+	double T = (double)b->local.seq * b->local.micro_batch;
+	char name[128], mb[24];
+	par_b_mb_label(b, mb, sizeof(mb));
+	sim_fmt(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
+	par_b_wait(b, par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
+				  2.0 * T * m->moe.top_k * m->hidden, b->last_compute));
+}
+
+/* The MoE MLP: router, dispatch, the rank's experts, combine, shared experts;
+ * the backward in reverse, then the expert gradients reduced over the ranks
+ * that hold the same experts. */
+void par_moe_block(struct builder *b, const char *where, int bwd)
+{
+	if (!bwd) {
+		moe_part(b, where, 0, PAR_FWD);
+		moe_alltoall(b, where, "dispatch", 0);
+		moe_part(b, where, 1, PAR_FWD);
+		moe_alltoall(b, where, "combine", 0);
+		moe_part(b, where, 2, PAR_FWD);
+		return;
+	}
+	moe_part(b, where, 2, PAR_BWD);
+	moe_alltoall(b, where, "combine", 1);
+	moe_part(b, where, 1, PAR_BWD);
+	moe_alltoall(b, where, "dispatch", 1);
+	moe_part(b, where, 0, PAR_BWD);
+	uint32_t edp = b->dpn / b->t->layout->ep;
+	if (b->expert_grads > 0 && edp > 1) {
+		char name[128], mb[24];
+		par_b_mb_label(b, mb, sizeof(mb));
+		sim_fmt(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
+		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_EDP,
+					       b->expert_grads, b->last_compute);
+	}
+	b->expert_grads = 0;
+}
+
+/* What an MoE layer keeps: a dense layer whose MLP is k (routed, scaled by
+ * the load) plus the shared experts' width. */
+double par_moe_activation_bytes(struct builder *b)
+{
+	struct par_model m = *b->t->model;
+	double f = m.moe.expert_ffn ? m.moe.expert_ffn : m.ffn;
+	m.ffn = (uint32_t)(f * (m.moe.top_k * moe_factor(b) + m.moe.shared_experts));
+	return par_layer_activation_bytes(&m, &b->local, b->tp, b->sp);
+}

@@ -1,0 +1,142 @@
+/*
+ * passes.c - the pipeline passes: a forward pass of a micro-batch through
+ * a model chunk receives the previous stage's activations, runs the
+ * embedding (first virtual stage), its layers and the LM head (last), and
+ * sends its output on; a backward pass mirrors it with gradients. The
+ * data-parallel strategy's hooks run around each layer. Memory: each
+ * layer's activations from its forward to its backward (SPEC C13), fp32
+ * logits from the head's forward to its backward (C14); with full
+ * recomputation a layer's whole set returns during its backward.
+ */
+#include "parallel/train-int.h"
+
+static void hook_begin(struct builder *b, int l, enum par_phase ph)
+{
+	if (b->dp->layer_begin)
+		b->dp->layer_begin(b, l, ph);
+}
+
+static void hook_end(struct builder *b, int l, enum par_phase ph)
+{
+	if (b->dp->layer_end)
+		b->dp->layer_end(b, l, ph);
+}
+
+static void layer_forward(struct builder *b, unsigned l)
+{
+	const struct par_train *t = b->t;
+	char where[32];
+	sim_fmt(where, sizeof(where), "L%u", l);
+	hook_begin(b, (int)l, PAR_FWD);
+	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
+	par_b_emit(b, where, PAR_FWD, par_b_fetch_layer(b, PAR_FWD));
+	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, b->moe_layer >= 0 ? par_moe_activation_bytes(b)
+			: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp));
+	b->moe_layer = -1;
+	hook_end(b, (int)l, PAR_FWD);
+}
+
+static void layer_backward(struct builder *b, unsigned l)
+{
+	const struct par_train *t = b->t;
+	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
+	double kept = b->moe_layer >= 0 ? par_moe_activation_bytes(b)
+					: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
+	double peak = b->moe_layer >= 0 && t->training->recompute == PAR_RECOMPUTE_FULL
+			      ? kept : par_layer_activation_peak_bytes(t->model, &b->local, b->tp, b->sp);
+	if (b->moe_layer >= 0 && t->training->recompute == PAR_RECOMPUTE_FULL)
+		kept = par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
+	size_t n = par_b_fetch_layer(b, PAR_BWD), re = 0;
+	char where[32];
+	sim_fmt(where, sizeof(where), "L%u", l);
+	while (re < n && b->ops[re].recompute)
+		re++;
+	hook_begin(b, (int)l, PAR_BWD);
+	if (re) {
+		/* The recomputed forward rebuilds the layer's full set. */
+		struct par_op *all = b->ops;
+		par_b_emit(b, where, PAR_BWD, re);
+		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, peak - kept);
+		b->ops = all + re;
+		par_b_emit(b, where, PAR_BWD, n - re);
+		b->ops = all;
+		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -peak);
+	} else {
+		par_b_emit(b, where, PAR_BWD, n);
+		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -kept);
+	}
+	b->moe_layer = -1;
+	hook_end(b, (int)l, PAR_BWD);
+}
+
+/* A pipeline message: activations forward, gradients backward. */
+static uint32_t p2p(struct builder *b, int send, int act, uint32_t peer, uint32_t after)
+{
+	const struct par_training *tr = &b->local;
+	double bytes = 2.0 * tr->seq * tr->micro_batch * b->t->model->hidden / (b->sp ? b->tp : 1);
+	char name[96], mb[24];
+	par_b_mb_label(b, mb, sizeof(mb));
+	sim_fmt(name, sizeof(name), "pp.%s.%s.%s", mb, send ? "send" : "recv", act ? "act" : "grad");
+	unsigned stream = send ? (act ? STREAM_SEND_NEXT : STREAM_SEND_PREV)
+			       : (act ? STREAM_RECV_PREV : STREAM_RECV_NEXT);
+	uint32_t i = send ? sim_program_send(b->prog, stream, name, SLOT_PP, peer, bytes)
+			  : sim_program_recv(b->prog, stream, name, SLOT_PP, peer, bytes);
+	sim_program_tag(b->prog, act ? TAG_ACT : TAG_GRAD);
+	if (after != NO_OP)
+		sim_program_dep(b->prog, after);
+	return i;
+}
+
+static uint32_t prev_stage(const struct builder *b) { return (b->stage + b->pp - 1) % b->pp; }
+static uint32_t next_stage(const struct builder *b) { return (b->stage + 1) % b->pp; }
+
+/* The forward pass of micro-batch b->mb through chunk b->chunk. */
+void par_pass_forward(struct builder *b)
+{
+	const struct par_train *t = b->t;
+	uint32_t vs = par_b_vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
+	par_b_stage_range(b, vs, &first, &count);
+	if (vs > 0)
+		par_b_wait(b, p2p(b, 0, 1, prev_stage(b), NO_OP));
+	if (vs == 0) {
+		hook_begin(b, -1, PAR_FWD);
+		par_b_emit(b, "embed", PAR_FWD, par_b_fetch(b, par_embed_ops, PAR_FWD));
+	}
+	for (uint32_t l = first; l < first + count; l++)
+		layer_forward(b, l);
+	if (vs == V - 1) {
+		par_b_emit(b, "head", PAR_FWD, par_b_fetch(b, par_head_ops, PAR_FWD));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, par_logits_bytes(t->model, &b->local, b->tp));
+		hook_end(b, -1, PAR_FWD);
+	} else {
+		p2p(b, 1, 1, next_stage(b), b->last_compute);
+	}
+}
+
+/* The backward pass of micro-batch b->mb through chunk b->chunk. */
+void par_pass_backward(struct builder *b, int last_action)
+{
+	const struct par_train *t = b->t;
+	uint32_t vs = par_b_vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
+	par_b_stage_range(b, vs, &first, &count);
+	if (vs < V - 1)
+		par_b_wait(b, p2p(b, 0, 0, next_stage(b), NO_OP));
+	if (vs == V - 1) {
+		hook_begin(b, -1, PAR_BWD);
+		par_b_emit(b, "head", PAR_BWD, par_b_fetch(b, par_head_ops, PAR_BWD));
+		sim_program_mem(b->prog, PAR_MEM_LOGITS, -par_logits_bytes(t->model, &b->local, b->tp));
+	}
+	for (uint32_t l = first + count; l-- > first;)
+		layer_backward(b, l);
+	if (vs == 0) {
+		par_b_emit(b, "embed", PAR_BWD, par_b_fetch(b, par_embed_ops, PAR_BWD));
+		hook_end(b, -1, PAR_BWD);
+	} else {
+		p2p(b, 1, 0, prev_stage(b), b->last_compute);
+	}
+	/* The pipeline phase of this stage ends with its last backward kernel. */
+	if (last_action)
+		sim_program_flags(b->prog, SIM_OP_MARK);
+	if (b->reduce && b->dp->backward_end)
+		b->dp->backward_end(b, b->last_compute);
+}

@@ -1,0 +1,73 @@
+/*
+ * tp.c - tensor parallelism in the step (Megatron, SPEC C20): the
+ * collectives each kernel needs before or after it, with and without
+ * sequence parallelism. Blocking: the next kernel waits for them.
+ */
+#include "parallel/train-int.h"
+
+#include <string.h>
+
+/*
+ * Megatron's tensor-parallel collectives, by kernel: which collective goes
+ * before or after it in the forward (or recomputed forward) and backward.
+ * Without sequence parallelism: an all-reduce after each row-parallel matmul
+ * (attention output, MLP down) in the forward and after each column-parallel
+ * input gradient (QKV, MLP up) in the backward. With it: all-gather before the
+ * column-parallel matmuls and reduce-scatter after the row-parallel ones,
+ * mirrored in the backward. Vocabulary-parallel embedding and loss add theirs.
+ */
+struct tp_rule {
+	const char *kernel;
+	uint8_t backward, before, sp;   /* sp: 0 without SP, 1 with it */
+	enum sim_coll_op op;
+	uint8_t loss;                   /* bytes: 8 per token, not an activation */
+};
+
+static const struct tp_rule tp_rules[] = {
+	{ "attn_out", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_down", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "qkv_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "mlp_gate_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "embed", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "lm_head_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ "qkv", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_gate_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "attn_out", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_down", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "attn_out_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "mlp_down_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "qkv_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "mlp_gate_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "embed", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "lm_head", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ "lm_head_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ "cross_entropy", 0, 0, 0, SIM_COLL_ALLREDUCE, 1 },
+	{ "cross_entropy", 0, 0, 1, SIM_COLL_ALLREDUCE, 1 },
+};
+
+/* Issue the tensor-parallel collectives a kernel needs before or after it. */
+void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
+		    const char *where)
+{
+	if (b->tp < 2)
+		return;
+	int bwd = ph == PAR_BWD && !o->recompute;
+	const struct par_training *tr = &b->local;
+	double T = (double)tr->seq * tr->micro_batch;
+	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
+		const struct tp_rule *r = &tp_rules[i];
+		if (r->backward != bwd || r->before != before || r->sp != b->sp ||
+		    strcmp(r->kernel, o->name))
+			continue;
+		char name[96], mb[24];
+		par_b_mb_label(b, mb, sizeof(mb));
+		sim_fmt(name, sizeof(name), "tp.%s.%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd",
+			o->name, sim_coll_op_name(r->op));
+		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
+		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
+		par_b_wait(b, par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute));
+	}
+}
