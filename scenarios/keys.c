@@ -45,6 +45,29 @@ struct key {
 	const char *help;
 };
 
+/*
+ * KT_ENUM keys that name a plug-in (names NULL in the key table): their
+ * names come from the plug-in's registry, value i being its entry i, so a
+ * plug-in added to the registry is a value of the key with nothing to
+ * edit here.
+ */
+static const struct {
+	const char *key;
+	const char *const *(*names)(void);   /* NULL-terminated */
+} plugin_keys[] = {
+	{ NULL, NULL },
+};
+
+/* A KT_ENUM key's names, NULL-terminated. */
+static const char *const *key_names(const struct key *k)
+{
+	for (size_t i = 0; !k->names && plugin_keys[i].key; i++)
+		if (!strcmp(plugin_keys[i].key, k->name))
+			return plugin_keys[i].names();
+	BUG_ON(!k->names);
+	return k->names;
+}
+
 #define OFF(f) offsetof(struct scn, f)
 /* A text key's max: its field's size, the NUL included. */
 #define TEXT_MAX(f) sizeof(((struct scn *)0)->f)
@@ -288,11 +311,12 @@ static int parse_bool(const struct key *k, const char *v, bool *out, char *err, 
 static int parse_enum(const struct key *k, const char *v, int *out, char *err, size_t errlen)
 {
 	char list[256] = "";
-	for (int i = 0; k->names[i]; i++) {
-		if (!strcmp(v, k->names[i]))
+	const char *const *names = key_names(k);
+	for (int i = 0; names[i]; i++) {
+		if (!strcmp(v, names[i]))
 			return *out = i, 0;
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
-			 k->names[i]);
+			 names[i]);
 	}
 	return sim_errf(err, errlen, "%s: expected one of %s, got '%s'", k->name, list, v);
 }
@@ -501,7 +525,7 @@ static void json_value(const struct scn *s, const struct key *k, char *buf, size
 	case KT_ENUM: {
 		int e;
 		memcpy(&e, f, sizeof(e));
-		snprintf(buf, len, "\"%s\"", k->names[e]);
+		snprintf(buf, len, "\"%s\"", key_names(k)[e]);
 		break;
 	}
 	case KT_PRESET:
@@ -559,9 +583,10 @@ void scn_keys_markdown(FILE *out)
 		snprintf(value, sizeof(value), "%s", kt_value[k->type]);
 		if (k->type == KT_ENUM) {
 			value[0] = 0;
-			for (int j = 0; k->names[j]; j++)
+			const char *const *names = key_names(k);
+			for (int j = 0; names[j]; j++)
 				snprintf(value + strlen(value), sizeof(value) - strlen(value), "%s`%s`",
-					 j ? ", " : "", k->names[j]);
+					 j ? ", " : "", names[j]);
 		}
 		const char *def = k->def ? (*k->def ? k->def : "empty") :
 			 k->type == KT_PRESET ? "none" : "required";
