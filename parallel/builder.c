@@ -283,16 +283,15 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
-	size_t n = 2 * (size_t)b->nmb * b->vpp;
-	struct par_action *acts = xmalloc(n * sizeof(*acts));
-	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
+	/* The schedule's actions, each a pass of one micro-batch and chunk. */
+	const struct par_schedule_ops *sched = par_schedule(l->schedule);
+	size_t n = sched->nactions(b->pp, stage, b->nmb, b->vpp);
+	struct par_action *acts = xmalloc((n ? n : 1) * sizeof(*acts));
+	sched->actions(b->pp, stage, b->nmb, b->vpp, acts);
 	for (size_t i = 0; i < n; i++) {
 		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
 		b->reduce = b->dpn > 1 && (b->dp->reduce_every_mb || b->mb + 1 == b->nmb);
-		if (acts[i].backward)
-			par_pass_backward(b, i + 1 == n);
-		else
-			par_pass_forward(b);
+		par_pass(b, acts[i].kind, i + 1 == n);
 	}
 	free(acts);
 	uint32_t step = par_b_optimizer_step(b);

@@ -19,7 +19,6 @@ enum par_norm { PAR_LAYERNORM, PAR_RMSNORM };
 enum par_precision { PAR_BF16, PAR_FP16, PAR_FP8, PAR_FP32 };
 enum par_optimizer { PAR_ADAM, PAR_SGD };
 enum par_recompute { PAR_RECOMPUTE_NONE, PAR_RECOMPUTE_SELECTIVE, PAR_RECOMPUTE_FULL };
-enum par_schedule { PAR_SCHED_1F1B, PAR_SCHED_GPIPE, PAR_SCHED_INTERLEAVED };
 enum par_cp_algo { PAR_CP_RING, PAR_CP_ZIGZAG, PAR_CP_ULYSSES };
 
 /* Mixture of experts; experts = 0 means a dense model. */
@@ -100,7 +99,8 @@ struct par_layout {
 	uint32_t last_stage_layers;   /* 0 = an even share                     */
 	bool tp_across_nodes;     /* allow TP groups to span NVLink domains     */
 	bool sp;                  /* sequence parallelism with tp               */
-	enum par_schedule schedule;
+	uint32_t schedule;        /* pipeline schedule: its index in the registry
+				   * of parallel/schedule.h (par_schedule)   */
 	enum par_cp_algo cp_algo;
 	uint32_t zero;            /* 0-3                                        */
 	struct par_fsdp fsdp;

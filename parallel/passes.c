@@ -7,8 +7,22 @@
  * layer's activations from its forward to its backward (SPEC C13), fp32
  * logits from the head's forward to its backward (C14); with full
  * recomputation a layer's whole set returns during its backward.
+ *
+ * A schedule that splits the backward (par_action_kind) runs a
+ * backward-input pass (the recomputed forward and every kernel but the
+ * weight gradients: the dX chain, which sends the gradient on) and later a
+ * backward-weight pass (the weight-gradient GEMMs, the `_dw` kernels of
+ * model.c, and the embedding's gradient). The layer's activations stay
+ * until its weight pass: model.c does not say which of them the dW GEMMs
+ * read, so the split holds all of them (an upper bound). Not modelled with
+ * a split, and refused by BUG: MoE layers (the experts' block is one unit)
+ * and strategies that shard parameters (their hooks gather and free around
+ * one backward).
  */
 #include "parallel/train-int.h"
+#include "parallel/schedule.h"
+
+#include <string.h>
 
 static void hook_begin(struct builder *b, int l, enum par_phase ph)
 {
@@ -36,10 +50,40 @@ static void layer_forward(struct builder *b, unsigned l)
 	hook_end(b, (int)l, PAR_FWD);
 }
 
-static void layer_backward(struct builder *b, unsigned l)
+/* Which part of a backward pass is built. */
+enum part { PART_ALL, PART_INPUT, PART_WEIGHT };
+
+/* A weight-gradient kernel: a GEMM's dW (model.c names it NAME_dw). */
+static int weight_grad(const struct par_op *o)
+{
+	size_t n = strlen(o->name);
+	return o->cls == PAR_OP_GEMM && !o->recompute && n > 3 &&
+	       !strcmp(o->name + n - 3, "_dw");
+}
+
+/* Emit the first n ops of the scratch list that belong to part. */
+static void emit_part(struct builder *b, const char *where, size_t n, enum part part)
+{
+	if (part == PART_ALL) {
+		par_b_emit(b, where, PAR_BWD, n);
+		return;
+	}
+	struct par_op *sel = xmalloc((n ? n : 1) * sizeof(*sel));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (weight_grad(&b->ops[i]) == (part == PART_WEIGHT))
+			sel[k++] = b->ops[i];
+	if (k)
+		par_b_emit_ops(b, where, PAR_BWD, sel, k);
+	free(sel);
+}
+
+static void layer_backward(struct builder *b, unsigned l, enum part part)
 {
 	const struct par_train *t = b->t;
 	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
+	if (part != PART_ALL && b->moe_layer >= 0)
+		BUG("a split backward of MoE layer %u is not modelled", l);
 	double kept = b->moe_layer >= 0 ? par_moe_activation_bytes(b)
 					: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp);
 	double peak = b->moe_layer >= 0 && t->training->recompute == PAR_RECOMPUTE_FULL
@@ -51,22 +95,33 @@ static void layer_backward(struct builder *b, unsigned l)
 	sim_fmt(where, sizeof(where), "L%u", l);
 	while (re < n && b->ops[re].recompute)
 		re++;
-	hook_begin(b, (int)l, PAR_BWD);
-	if (re) {
+	if (part != PART_WEIGHT)
+		hook_begin(b, (int)l, PAR_BWD);
+	if (part == PART_WEIGHT) {
+		/* The input pass left the layer's full set (see the header). */
+		struct par_op *all = b->ops;
+		b->ops = all + re;
+		emit_part(b, where, n - re, PART_WEIGHT);
+		b->ops = all;
+		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, re ? -peak : -kept);
+	} else if (re) {
 		/* The recomputed forward rebuilds the layer's full set. */
 		struct par_op *all = b->ops;
 		par_b_emit(b, where, PAR_BWD, re);
 		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, peak - kept);
 		b->ops = all + re;
-		par_b_emit(b, where, PAR_BWD, n - re);
+		emit_part(b, where, n - re, part);
 		b->ops = all;
-		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -peak);
+		if (part == PART_ALL)
+			sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -peak);
 	} else {
-		par_b_emit(b, where, PAR_BWD, n);
-		sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -kept);
+		emit_part(b, where, n, part);
+		if (part == PART_ALL)
+			sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -kept);
 	}
 	b->moe_layer = -1;
-	hook_end(b, (int)l, PAR_BWD);
+	if (part != PART_WEIGHT)
+		hook_end(b, (int)l, PAR_BWD);
 }
 
 /* A pipeline message: activations forward, gradients backward. */
@@ -91,7 +146,7 @@ static uint32_t prev_stage(const struct builder *b) { return (b->stage + b->pp -
 static uint32_t next_stage(const struct builder *b) { return (b->stage + 1) % b->pp; }
 
 /* The forward pass of micro-batch b->mb through chunk b->chunk. */
-void par_pass_forward(struct builder *b)
+static void pass_forward(struct builder *b)
 {
 	const struct par_train *t = b->t;
 	uint32_t vs = par_b_vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
@@ -113,30 +168,59 @@ void par_pass_forward(struct builder *b)
 	}
 }
 
-/* The backward pass of micro-batch b->mb through chunk b->chunk. */
-void par_pass_backward(struct builder *b, int last_action)
+/* The backward pass (or part of it) of micro-batch b->mb through chunk
+ * b->chunk. */
+static void pass_backward(struct builder *b, enum part part, int last_action)
 {
 	const struct par_train *t = b->t;
 	uint32_t vs = par_b_vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
 	par_b_stage_range(b, vs, &first, &count);
-	if (vs < V - 1)
+	if (part != PART_ALL && b->dp->sharded_params)
+		BUG("a split backward with the sharded parameters of %s is not modelled",
+		    b->dp->name);
+	if (part != PART_WEIGHT && vs < V - 1)
 		par_b_wait(b, p2p(b, 0, 0, next_stage(b), NO_OP));
 	if (vs == V - 1) {
-		hook_begin(b, -1, PAR_BWD);
-		par_b_emit(b, "head", PAR_BWD, par_b_fetch(b, par_head_ops, PAR_BWD));
-		sim_program_mem(b->prog, PAR_MEM_LOGITS, -par_logits_bytes(t->model, &b->local, b->tp));
+		if (part != PART_WEIGHT)
+			hook_begin(b, -1, PAR_BWD);
+		emit_part(b, "head", par_b_fetch(b, par_head_ops, PAR_BWD), part);
+		if (part != PART_INPUT)
+			sim_program_mem(b->prog, PAR_MEM_LOGITS,
+					-par_logits_bytes(t->model, &b->local, b->tp));
 	}
 	for (uint32_t l = first + count; l-- > first;)
-		layer_backward(b, l);
+		layer_backward(b, l, part);
 	if (vs == 0) {
-		par_b_emit(b, "embed", PAR_BWD, par_b_fetch(b, par_embed_ops, PAR_BWD));
-		hook_end(b, -1, PAR_BWD);
-	} else {
+		/* The embedding's gradient is a weight gradient (no input to pass). */
+		if (part != PART_INPUT)
+			par_b_emit(b, "embed", PAR_BWD, par_b_fetch(b, par_embed_ops, PAR_BWD));
+		if (part != PART_WEIGHT)
+			hook_end(b, -1, PAR_BWD);
+	} else if (part != PART_WEIGHT) {
 		p2p(b, 1, 0, prev_stage(b), b->last_compute);
 	}
 	/* The pipeline phase of this stage ends with its last backward kernel. */
 	if (last_action)
 		sim_program_flags(b->prog, SIM_OP_MARK);
-	if (b->reduce && b->dp->backward_end)
+	if (part != PART_INPUT && b->reduce && b->dp->backward_end)
 		b->dp->backward_end(b, b->last_compute);
+}
+
+void par_pass(struct builder *b, unsigned kind, int last_action)
+{
+	switch (kind) {
+	case PAR_ACT_FORWARD:
+		pass_forward(b);
+		return;
+	case PAR_ACT_BACKWARD:
+		pass_backward(b, PART_ALL, last_action);
+		return;
+	case PAR_ACT_BACKWARD_INPUT:
+		pass_backward(b, PART_INPUT, last_action);
+		return;
+	case PAR_ACT_BACKWARD_WEIGHT:
+		pass_backward(b, PART_WEIGHT, last_action);
+		return;
+	}
+	BUG("action kind %u", kind);
 }

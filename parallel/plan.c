@@ -6,12 +6,13 @@
  *       + embedding or head + the pipeline messages,
  * with kernel times from the compute model (cached by shape: tp, sp,
  * micro-batch, cp, recomputation) and collectives from the algorithms'
- * closed forms on the cluster's NVLink and network links. The step is
- * (m + (p-1)/v) S for the slowest stage (the pipeline bubble is (p-1)/v S),
- * plus the data-parallel reduction that the last backward cannot hide, plus
- * the optimizer on the rank's share. Memory: model states (ZeRO over DP x
- * CP), the first stage's micro-batches in flight and the last stage's
- * logits. Approximations: context-parallel transfers are assumed hidden,
+ * closed forms on the cluster's NVLink and network links. The step is the
+ * pipeline phase of the layout's schedule for stages of cost S (the
+ * schedule's closed forms, schedule.h: (m + (p-1)/v) S for 1F1B, GPipe and
+ * interleaved, the bubble (p-1)/v S), plus the data-parallel reduction that
+ * the last backward cannot hide, plus the optimizer on the rank's share.
+ * Memory: model states (ZeRO over DP x CP), the first stage's micro-batches
+ * in flight (the schedule's closed form) and the last stage's logits. Approximations: context-parallel transfers are assumed hidden,
  * expert routing uniform, DP overlap one micro-batch's backward.
  */
 #include "parallel/plan.h"
@@ -22,6 +23,7 @@
 
 #include "collectives/coll.h"
 #include "parallel/moe.h"
+#include "parallel/schedule.h"
 #include "sim/util.h"
 
 /* Kernel times of one layer for one shape, forward and backward. */
@@ -173,6 +175,19 @@ static int valid(const struct par_planner *p, const struct par_candidate *c)
 	return 1;
 }
 
+/*
+ * A stage's cost for the schedule's closed forms: its forward and backward
+ * per micro-batch, of sum exactly `stage`. The backward is the larger share
+ * (between half the stage and all of it; outside that, half), so that
+ * stage - bwd is exact (Sterbenz) and fwd + bwd gives stage bit for bit.
+ */
+static struct par_stage_cost stage_cost(double stage, double bwd)
+{
+	if (!(bwd >= stage / 2 && bwd <= stage))
+		bwd = stage / 2;
+	return (struct par_stage_cost){ .fwd_s = stage - bwd, .bwd_s = bwd };
+}
+
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 {
 	if (!valid(p, c))
@@ -194,12 +209,15 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	double layer = (1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd + a2a) + tp;
 	double p2p = l->pp > 1 ? 2 * (p->cl.net_lat_s + act_bytes / p->cl.net_bw_Bps) : 0;
 	double stage = per * layer + p2p;
+	const struct par_schedule_ops *sched = par_schedule(l->schedule);
+	struct par_stage_cost cost = stage_cost(stage, per * ((1 - frac) * s->bwd +
+					frac * (e->bwd + a2a / 2) + tp / 2) + p2p / 2);
 	/* Memory: the model states, the first stage's micro-batches in flight. */
 	struct par_states st;
 	double params = rank_params(p, l);
 	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D,
 			 p->base.ddp.fp32_grads, &st);
-	double inflight = mbs < l->pp ? mbs : l->pp;
+	double inflight = sched->in_flight(l->pp, 0, mbs, v);
 	double act = inflight * per * s->act + (s->act_peak - s->act);
 	double logits = 4 * T * m->vocab / l->tp;
 	c->peak_bytes = st.weights + st.grads + st.optimizer + act +
@@ -207,7 +225,7 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	if (c->peak_bytes > p->capacity)
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction, the optimizer. */
-	double phase = (mbs + (double)(l->pp - 1) / v) * stage;
+	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
 	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
 	double ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
 	double bwd_one = per * (s->bwd + tp / 2);
@@ -215,7 +233,7 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 		       : l->zero == 3 ? fmax(0, 1.5 * ar - mbs * stage) : fmax(0, ar - bwd_one);
 	struct par_op opt = { .name = "adam", .cls = PAR_OP_MEMBOUND,
 			      .bytes = 28 * params / (l->zero ? D : 1) };
-	c->bubble_s = (double)(l->pp - 1) / v * stage;
+	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);
 	c->exposed_s = exposed;
 	c->step_s = phase + exposed + par_compute_time_s(p->cm, &opt);
 	return 0;
@@ -255,6 +273,11 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 	ncp = pow2s(16, cps, 16);
 	nep = p->m.moe.experts ? pow2s(p->m.moe.experts, eps, 16) : (eps[0] = 1, 1);
 	npp = divisors(p->m.layers, p->m.layers, pps, 64);
+	/* Chunks need the interleaved schedule; one chunk a stage keeps the
+	 * scenario's schedule, 1F1B for an interleaved one. */
+	int inter_i = par_schedule_find("interleaved"), f1b1_i = par_schedule_find("1f1b");
+	BUG_ON(inter_i < 0 || f1b1_i < 0);
+	uint32_t inter = (uint32_t)inter_i, f1b1 = (uint32_t)f1b1_i;
 	size_t n = 0, cap = 1024;
 	struct par_candidate *c = xmalloc(cap * sizeof(*c));
 	memset(dropped, 0, PAR_DROP_NCAUSES * sizeof(uint64_t));
@@ -289,8 +312,8 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 			l->tp = tps[a], l->cp = cps[b], l->pp = pps[d], l->vpp = vpps[vi];
 			l->dp = dp, l->ep = eps[ei], l->zero = z;
 			l->sp = sp, l->fsdp.enabled = false;
-			l->schedule = l->vpp > 1 ? PAR_SCHED_INTERLEAVED : p->base.schedule ==
-				      PAR_SCHED_INTERLEAVED ? PAR_SCHED_1F1B : p->base.schedule;
+			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
+				      : p->base.schedule;
 			(*total)++;
 			int why = par_plan_estimate(p, &k);
 			if (why) {

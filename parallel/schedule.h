@@ -1,10 +1,17 @@
 /*
  * schedule.h - pipeline schedules: the order in which one stage runs the
- * forward (F) and backward (B) passes of micro-batches and model chunks.
+ * forward and backward passes of micro-batches and model chunks, and the
+ * schedule's closed forms (SPEC C22, C23).
  *
- * A schedule is one const struct in schedule.c's table. Its actions()
- * writes the stage's sequence; the step builder turns each action into the
- * receive, compute and send ops of that chunk.
+ * A schedule is a plug-in: one file, parallel/sched_NAME.c, exporting one
+ * const struct par_schedule_ops, listed in the registry (schedule.c, whose
+ * header says how to add one). Its actions() writes a stage's sequence; the
+ * step builder (builder.c, par_b_build) turns each action into the receive,
+ * compute and send ops of that chunk (passes.c). The planner (plan.c) takes
+ * the bubble, the pipeline phase and the activations in flight from the
+ * closed forms, so the estimate and the simulated step follow one schedule.
+ * The key parallel.schedule takes its names from the registry; its value is
+ * the schedule's index there (struct par_layout's `schedule`).
  */
 #ifndef PAR_SCHEDULE_H
 #define PAR_SCHEDULE_H
@@ -12,22 +19,72 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "parallel/config.h"
+/* What an action runs on its micro-batch and chunk. */
+enum par_action_kind {
+	PAR_ACT_FORWARD,          /* the forward pass                           */
+	PAR_ACT_BACKWARD,         /* the backward pass: input and weight gradients */
+	PAR_ACT_BACKWARD_INPUT,   /* the input gradients (dX) only, sent on       */
+	PAR_ACT_BACKWARD_WEIGHT,  /* the weight gradients (dW) of an earlier
+				   * PAR_ACT_BACKWARD_INPUT of the same (mb, chunk) */
+	PAR_ACT_NKINDS
+};
 
 struct par_action {
-	uint8_t backward;   /* 0: forward pass, 1: backward pass */
-	uint32_t mb;        /* micro-batch                        */
-	uint32_t chunk;     /* model chunk (0 unless interleaved) */
+	uint8_t kind;       /* enum par_action_kind                  */
+	uint32_t mb;        /* micro-batch                           */
+	uint32_t chunk;     /* model chunk (0 unless interleaved)    */
 };
 
+/*
+ * The cost of one micro-batch on one pipeline stage, through all of the
+ * stage's chunks, for the closed forms: its forward and its backward
+ * (input and weight gradients together), messages included.
+ */
+struct par_stage_cost {
+	double fwd_s, bwd_s;
+};
+
+/*
+ * A schedule over p stages, m micro-batches per replica and v model chunks
+ * per stage (v = 1 unless interleaved); s is a stage, 0 <= s < p. Every
+ * field is required.
+ */
 struct par_schedule_ops {
-	const char *name;
-	/* Check p stages, m micro-batches, v chunks. 0 or -1 with err. */
+	const char *name;         /* the value of parallel.schedule             */
+	const char *help;         /* one line, for the key's documentation      */
+	/* Can the schedule run p, m, v? 0, or -1 with err naming the key. */
 	int (*check)(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);
-	/* The 2 m v actions of stage s, written to out. */
+	/* How many actions stage s runs, and the actions, in order, into out
+	 * (nactions() of them). Each (mb, chunk) is run forward once, then
+	 * either backward once or backward-input once and later
+	 * backward-weight once. */
+	size_t (*nactions)(uint32_t p, uint32_t s, uint32_t m, uint32_t v);
 	void (*actions)(uint32_t p, uint32_t s, uint32_t m, uint32_t v, struct par_action *out);
+	/* Closed forms for p stages of equal cost c, messages inside c:
+	 * the bubble (the first stage's idle time in the pipeline phase), the
+	 * pipeline phase (the step's start to the first stage's last backward
+	 * kernel: its m micro-batches and the bubble), and the micro-batches
+	 * whose activations stage s holds at its peak (a chunk's pass counts
+	 * 1 / v). */
+	double (*bubble_s)(uint32_t p, uint32_t m, uint32_t v, const struct par_stage_cost *c);
+	double (*pipeline_s)(uint32_t p, uint32_t m, uint32_t v, const struct par_stage_cost *c);
+	double (*in_flight)(uint32_t p, uint32_t s, uint32_t m, uint32_t v);
 };
 
-const struct par_schedule_ops *par_schedule(enum par_schedule s);
+/* The registry (schedule.c): its entries in order, NULL-terminated; entry i
+ * is the value i of parallel.schedule. */
+extern const struct par_schedule_ops *const par_schedules[];
+unsigned par_schedule_count(void);
+/* Entry i (BUG when there is none). */
+const struct par_schedule_ops *par_schedule(unsigned i);
+/* The index of the schedule called name, or -1. */
+int par_schedule_find(const char *name);
+/* The names, NULL-terminated, in registry order (for the key). */
+const char *const *par_schedule_names(void);
+/* Entry i's help line (for the key's documentation). */
+const char *par_schedule_help(unsigned i);
+
+/* For the schedules' check: one chunk per stage (parallel.vpp 1). */
+int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);
 
 #endif

@@ -163,11 +163,10 @@ void par_cp_attention(struct builder *b, const struct par_op *o, int bwd, const 
  * what the layer keeps for its backward. */
 void par_moe_block(struct builder *b, const char *where, int bwd);
 double par_moe_activation_bytes(struct builder *b);
-/* passes.c: the forward or backward pass of micro-batch b->mb through
- * chunk b->chunk (last_action: the stage's last, which ends its pipeline
- * phase). */
-void par_pass_forward(struct builder *b);
-void par_pass_backward(struct builder *b, int last_action);
+/* passes.c: the action of kind `kind` (enum par_action_kind, schedule.h)
+ * on micro-batch b->mb through chunk b->chunk (last_action: the stage's
+ * last, which ends its pipeline phase). */
+void par_pass(struct builder *b, unsigned kind, int last_action);
 /* optimizer.c: the optimizer step over this rank's share of the
  * parameters, on the GPU or (offload) the host; its op. */
 uint32_t par_b_optimizer_step(struct builder *b);

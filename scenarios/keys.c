@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "parallel/schedule.h"
 #include "scenarios/scn-int.h"
 #include "sim/units.h"
 
@@ -49,21 +50,33 @@ struct key {
  * KT_ENUM keys that name a plug-in (names NULL in the key table): their
  * names come from the plug-in's registry, value i being its entry i, so a
  * plug-in added to the registry is a value of the key with nothing to
- * edit here.
+ * edit here. help (may be NULL): entry i's one-line help, which
+ * docs/scenario.md lists after the key's own.
  */
 static const struct {
 	const char *key;
 	const char *const *(*names)(void);   /* NULL-terminated */
+	const char *(*help)(unsigned i);
 } plugin_keys[] = {
-	{ NULL, NULL },
+	{ "parallel.schedule", par_schedule_names, par_schedule_help },
+	{ NULL, NULL, NULL },
 };
+
+/* k's entry in plugin_keys (the sentinel's when it has none). */
+static size_t plugin_key(const struct key *k)
+{
+	size_t i = 0;
+	while (plugin_keys[i].key && strcmp(plugin_keys[i].key, k->name))
+		i++;
+	return i;
+}
 
 /* A KT_ENUM key's names, NULL-terminated. */
 static const char *const *key_names(const struct key *k)
 {
-	for (size_t i = 0; !k->names && plugin_keys[i].key; i++)
-		if (!strcmp(plugin_keys[i].key, k->name))
-			return plugin_keys[i].names();
+	size_t pk = plugin_key(k);
+	if (!k->names && plugin_keys[pk].key)
+		return plugin_keys[pk].names();
 	BUG_ON(!k->names);
 	return k->names;
 }
@@ -78,7 +91,6 @@ static const char *const norms[] = { "layernorm", "rmsnorm", NULL };
 static const char *const precisions[] = { "bf16", "fp16", "fp8", "fp32", NULL };
 static const char *const optimizers[] = { "adam", "sgd", NULL };
 static const char *const recomputes[] = { "none", "selective", "full", NULL };
-static const char *const schedules[] = { "1f1b", "gpipe", "interleaved", NULL };
 static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
 static const char *const records[] = { "all", "sample", "none", "auto", NULL };
@@ -155,7 +167,7 @@ static const struct key keys[] = {
 	  "0", NULL, "layers of the last pipeline stage (its last chunk); 0 = an even share" },
 	{ "parallel.tp_across_nodes", KT_BOOL, OFF(parallel.tp_across_nodes), 0, 0, "false", NULL,
 	  "let a tensor-parallel group span NVLink domains (a warning instead of an error)" },
-	{ "parallel.schedule", KT_ENUM, OFF(parallel.schedule), 0, 0, "1f1b", schedules,
+	{ "parallel.schedule", KT_ENUM, OFF(parallel.schedule), 0, 0, "1f1b", NULL,
 	  "pipeline schedule" },
 	{ "parallel.cp", KT_COUNT, OFF(parallel.cp), 1, 4096, "1", NULL, "context-parallel size" },
 	{ "parallel.cp_algo", KT_ENUM, OFF(parallel.cp_algo), 0, 0, "ring", cp_algos,
@@ -590,6 +602,14 @@ void scn_keys_markdown(FILE *out)
 		}
 		const char *def = k->def ? (*k->def ? k->def : "empty") :
 			 k->type == KT_PRESET ? "none" : "required";
-		fprintf(out, "| `%s` | %s | %s | %s |\n", k->name, value, def, k->help);
+		fprintf(out, "| `%s` | %s | %s | %s", k->name, value, def, k->help);
+		size_t pk = plugin_key(k);
+		if (!k->names && plugin_keys[pk].help) {
+			const char *const *names = key_names(k);
+			for (unsigned j = 0; names[j]; j++)
+				fprintf(out, "%s`%s`: %s", j ? "; " : ". ", names[j],
+					plugin_keys[pk].help(j));
+		}
+		fprintf(out, " |\n");
 	}
 }

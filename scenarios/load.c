@@ -379,7 +379,7 @@ static int check_layout(const struct scn *s, char *err, size_t errlen)
 			    "expected the cluster's %llu GPUs (cluster.nodes x "
 			    "cluster.gpus_per_node)", (unsigned long long)dp, p->tp, p->pp, p->cp,
 			    (unsigned long long)(dp * mp), (unsigned long long)have);
-	if (p->vpp > 1 && (p->pp < 2 || p->schedule != PAR_SCHED_INTERLEAVED))
+	if (p->vpp > 1 && (p->pp < 2 || (int)p->schedule != par_schedule_find("interleaved")))
 		return sim_errf(err, errlen, "parallel.vpp: %u model chunks per stage need "
 			    "parallel.pp >= 2 and parallel.schedule: interleaved", p->vpp);
 	if (p->pp > m->layers)

@@ -14,6 +14,7 @@
 
 #include "collectives/coll.h"
 #include "parallel/plan.h"
+#include "parallel/schedule.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "tests/checkmain.h"
@@ -56,7 +57,7 @@ static struct par_candidate cand(uint32_t tp, uint32_t pp, uint32_t vpp, uint32_
 				   .recompute = PAR_RECOMPUTE_NONE };
 	c.layout.tp = tp, c.layout.pp = pp, c.layout.vpp = vpp, c.layout.dp = dp;
 	c.layout.cp = 1, c.layout.ep = 1, c.layout.zero = zero;
-	c.layout.schedule = vpp > 1 ? PAR_SCHED_INTERLEAVED : PAR_SCHED_1F1B;
+	c.layout.schedule = (uint32_t)par_schedule_find(vpp > 1 ? "interleaved" : "1f1b");
 	return c;
 }
 
