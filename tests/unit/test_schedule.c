@@ -1,0 +1,287 @@
+/*
+ * test_schedule.c - the registry of pipeline schedules (parallel/schedule.h)
+ * and every schedule plug-in: its actions are a valid order, its closed
+ * forms (bubble, pipeline phase, micro-batches in flight) are what the flow
+ * simulation gives on an idealised pipeline, as SPEC C22 and C23 are.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "parallel/compute.h"
+#include "parallel/model.h"
+#include "parallel/schedule.h"
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+#include "tests/checkmain.h"
+
+/* ---- the registry ---------------------------------------------------------- */
+
+START_TEST(registry_lookup)
+{
+	unsigned n = par_schedule_count();
+	const char *const *names = par_schedule_names();
+	ck_assert_uint_ge(n, 3);
+	for (unsigned i = 0; i < n; i++) {
+		const struct par_schedule_ops *o = par_schedule(i);
+		ck_assert_ptr_eq(o, par_schedules[i]);
+		ck_assert_msg(o->name && *o->name && o->help && *o->help, "schedule %u", i);
+		ck_assert_msg(o->check && o->nactions && o->actions && o->bubble_s &&
+			      o->pipeline_s && o->in_flight, "%s: a field is NULL", o->name);
+		/* The help is one cell of docs/scenario.md's key table. */
+		ck_assert_msg(!strpbrk(o->help, "|\n"), "%s: help '%s'", o->name, o->help);
+		ck_assert_str_eq(par_schedule_help(i), o->help);
+		ck_assert_str_eq(names[i], o->name);
+		ck_assert_int_eq(par_schedule_find(o->name), (int)i);
+		for (unsigned j = 0; j < i; j++)
+			ck_assert_msg(strcmp(names[j], names[i]), "two schedules called %s",
+				      names[i]);
+	}
+	ck_assert_ptr_null(names[n]);
+	ck_assert_ptr_null(par_schedules[n]);
+	ck_assert_int_eq(par_schedule_find("no-such-schedule"), -1);
+	/* The key's values: the shipped scenarios name these. */
+	ck_assert_int_eq(par_schedule_find("1f1b"), 0);
+	ck_assert_int_eq(par_schedule_find("gpipe"), 1);
+	ck_assert_int_eq(par_schedule_find("interleaved"), 2);
+}
+END_TEST
+
+/* The key takes the registry's names: each parses to its index, and an
+ * unknown one is refused with the list. */
+START_TEST(key_takes_registry)
+{
+	char err[SCN_ERRLEN], set[96];
+	struct scn s;
+	for (unsigned i = 0; i < par_schedule_count(); i++) {
+		snprintf(set, sizeof(set), "parallel.schedule=%s", par_schedule(i)->name);
+		const char *sets[] = { "cluster.preset=ideal", "model.preset=gpt3-1.3b",
+				       "training.seq=2048", "training.global_batch=8", set };
+		ck_assert_msg(scn_load_unchecked(&s, NULL, sets, 5, err, sizeof(err)) == 0, "%s",
+			      err);
+		ck_assert_uint_eq(s.parallel.schedule, i);
+	}
+	const char *bad[] = { "cluster.preset=ideal", "model.preset=gpt3-1.3b",
+			      "training.seq=2048", "training.global_batch=8",
+			      "parallel.schedule=zigzag" };
+	ck_assert_int_eq(scn_load_unchecked(&s, NULL, bad, 5, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "parallel.schedule") && strstr(err, "1f1b") &&
+		      strstr(err, "interleaved"), "%s", err);
+}
+END_TEST
+
+/*
+ * Every schedule, every p, m, v its check accepts (up to 8, 16, 4): each
+ * stage runs nactions() actions, every (mb, chunk) forward exactly once and
+ * backward exactly once (whole, or input then weight), the forward first;
+ * and the activations held at the peak, walking the actions, are
+ * in_flight() micro-batches.
+ */
+START_TEST(actions_valid)
+{
+	char err[256];
+	for (unsigned i = 0; i < par_schedule_count(); i++) {
+		const struct par_schedule_ops *o = par_schedule(i);
+		unsigned accepted = 0;
+		for (uint32_t p = 1; p <= 8; p++)
+		for (uint32_t m = 1; m <= 16; m++)
+		for (uint32_t v = 1; v <= 4; v++) {
+			if (o->check(p, m, v, err, sizeof(err)) < 0) {
+				ck_assert_msg(strstr(err, "parallel."), "%s: '%s'", o->name, err);
+				continue;
+			}
+			accepted++;
+			for (uint32_t s = 0; s < p; s++) {
+				size_t n = o->nactions(p, s, m, v);
+				struct par_action *a = calloc(n + 1, sizeof(*a));
+				/* [mb][chunk][kind]: the action's position + 1 */
+				size_t *at = calloc((size_t)m * v * PAR_ACT_NKINDS, sizeof(*at));
+				o->actions(p, s, m, v, a);
+				double held = 0, peak = 0;
+				for (size_t k = 0; k < n; k++) {
+					ck_assert_msg(a[k].mb < m && a[k].chunk < v &&
+						      a[k].kind < PAR_ACT_NKINDS,
+						      "%s p%u m%u v%u s%u: action %zu", o->name, p, m,
+						      v, s, k);
+					size_t *slot = &at[((size_t)a[k].mb * v + a[k].chunk) *
+							   PAR_ACT_NKINDS + a[k].kind];
+					ck_assert_msg(*slot == 0, "%s p%u m%u v%u s%u: mb %u chunk "
+						      "%u kind %u twice", o->name, p, m, v, s,
+						      a[k].mb, a[k].chunk, a[k].kind);
+					*slot = k + 1;
+					held += a[k].kind == PAR_ACT_FORWARD ? 1
+						: a[k].kind == PAR_ACT_BACKWARD ||
+						  a[k].kind == PAR_ACT_BACKWARD_WEIGHT ? -1 : 0;
+					peak = fmax(peak, held);
+				}
+				for (size_t c = 0; c < (size_t)m * v; c++) {
+					const size_t *k = &at[c * PAR_ACT_NKINDS];
+					int whole = k[PAR_ACT_BACKWARD] && !k[PAR_ACT_BACKWARD_INPUT] &&
+						    !k[PAR_ACT_BACKWARD_WEIGHT];
+					int split = !k[PAR_ACT_BACKWARD] && k[PAR_ACT_BACKWARD_INPUT] &&
+						    k[PAR_ACT_BACKWARD_WEIGHT] &&
+						    k[PAR_ACT_BACKWARD_INPUT] < k[PAR_ACT_BACKWARD_WEIGHT];
+					size_t first_bwd = whole ? k[PAR_ACT_BACKWARD]
+								 : k[PAR_ACT_BACKWARD_INPUT];
+					ck_assert_msg(k[PAR_ACT_FORWARD] && (whole || split) &&
+						      k[PAR_ACT_FORWARD] < first_bwd,
+						      "%s p%u m%u v%u s%u: mb %zu chunk %zu", o->name, p,
+						      m, v, s, c / v, c % v);
+				}
+				ck_assert_msg(held == 0, "%s: activations left", o->name);
+				double want = o->in_flight(p, s, m, v);
+				ck_assert_msg(fabs(peak / v - want) < 1e-12,
+					      "%s p%u m%u v%u s%u: %.4f micro-batches held, in_flight "
+					      "%.4f", o->name, p, m, v, s, peak / v, want);
+				free(a);
+				free(at);
+			}
+		}
+		ck_assert_msg(accepted > 0, "%s accepts nothing", o->name);
+	}
+}
+END_TEST
+
+/* ---- closed forms against the flow simulation ----------------------------- */
+
+/*
+ * The idealised pipeline: the ideal cluster at 1 PB/s without latency,
+ * efficiency 1, no launch overhead, 4 stages of 4 equal layers, 8
+ * micro-batches. Layers so wide (h = 2^23, 16 tokens) that the embedding,
+ * the head and the messages are under 1e-7 of a stage: the stages are
+ * equal to that, as the closed forms assume.
+ */
+#define P 4
+#define M 8
+#define LAYERS_PER_STAGE 4
+
+struct seen {
+	double fwd_s, bwd_s;          /* compute of stage 1 (layers only)      */
+	double act_max[P];            /* activations at their highest, by rank */
+	uint64_t hash;                /* of every op done: rank, name, times   */
+	uint64_t nops;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ull;
+	return h;
+}
+
+static void see_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
+{
+	struct seen *w = ctx;
+	w->hash = fnv(w->hash, &rank, sizeof(rank));
+	w->hash = fnv(w->hash, op->name, strlen(op->name));
+	w->hash = fnv(w->hash, &s, sizeof(s));
+	w->hash = fnv(w->hash, &e, sizeof(e));
+	w->nops++;
+	if (rank != 1 || op->kind != SIM_OP_COMPUTE)
+		return;
+	if (strstr(op->name, ".fwd."))
+		w->fwd_s += sim_ps_to_s(e - s);
+	else if (strstr(op->name, ".bwd."))
+		w->bwd_s += sim_ps_to_s(e - s);
+}
+
+static void see_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
+{
+	struct seen *w = ctx;
+	(void)t;
+	if (cat == PAR_MEM_ACTIVATIONS && rank < P && bytes > w->act_max[rank])
+		w->act_max[rank] = bytes;
+}
+
+static const struct sim_recorder_ops see_ops = { .op_done = see_op, .mem = see_mem };
+
+/* Run the idealised pipeline with schedule `name` and v chunks; *layer is
+ * one layer's activations of one micro-batch. */
+static void run(const char *name, uint32_t v, struct par_report *r, struct seen *w,
+		double *layer)
+{
+	char sched[64], vpp[32], err[SCN_ERRLEN];
+	snprintf(sched, sizeof(sched), "parallel.schedule=%s", name);
+	snprintf(vpp, sizeof(vpp), "parallel.vpp=%u", v);
+	const char *sets[] = {
+		"cluster.preset=ideal", "cluster.nodes=4", "cluster.network.bandwidth=1PB/s",
+		"cluster.network.latency=0", "model.layers=16", "model.hidden=8388608",
+		"model.heads=65536", "model.vocab=8", "training.seq=16", "training.global_batch=8",
+		"training.micro_batch=1", "compute.efficiency=1", "compute.launch_overhead=0",
+		"parallel.pp=4", "parallel.dp=1", sched, vpp,
+	};
+	struct scn s;
+	ck_assert_msg(scn_load(&s, NULL, sets, ARRAY_SIZE(sets), err, sizeof(err)) == 0, "%s",
+		      err);
+	struct par_compute_model *cm = par_compute_model_new(
+		&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision, s.datadir, err,
+		sizeof(err));
+	ck_assert_msg(cm != NULL, "%s", err);
+	memset(w, 0, sizeof(*w));
+	w->hash = 14695981039346656037ull;
+	struct par_train t = {
+		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
+		.cluster = &s.cluster, .steps = 1, .rec = &see_ops, .rec_ctx = w,
+	};
+	sim_config_init(&t.sim);
+	t.sim.algos = coll_algos;
+	ck_assert_msg(par_train_run(&t, r, err, sizeof(err)) == 0, "%s", err);
+	*layer = par_layer_activation_bytes(&s.model, &s.training, 1, false);
+	par_compute_model_free(cm);
+}
+
+/* Each schedule with the most chunks (up to 2) its check takes for P, M. */
+START_TEST(closed_forms_match_flow)
+{
+	char err[256];
+	for (unsigned i = 0; i < par_schedule_count(); i++) {
+		const struct par_schedule_ops *o = par_schedule(i);
+		uint32_t v = o->check(P, M, 2, err, sizeof(err)) == 0 ? 2 : 1;
+		ck_assert_msg(o->check(P, M, v, err, sizeof(err)) == 0, "%s: %s", o->name, err);
+		struct par_report r;
+		struct seen w;
+		double layer;
+		run(o->name, v, &r, &w, &layer);
+		struct par_stage_cost c = { .fwd_s = w.fwd_s / M, .bwd_s = w.bwd_s / M };
+		double bubble = o->bubble_s(P, M, v, &c), phase = o->pipeline_s(P, M, v, &c);
+		ck_assert_uint_eq(r.critical_rank, 0);
+		ck_assert_msg(fabs(r.breakdown.bubble_s / bubble - 1) < 1e-6,
+			      "%s v%u: simulated bubble %.9g s, closed form %.9g s", o->name, v,
+			      r.breakdown.bubble_s, bubble);
+		ck_assert_msg(fabs(r.pipeline_s / phase - 1) < 1e-6,
+			      "%s v%u: simulated pipeline phase %.9g s, closed form %.9g s",
+			      o->name, v, r.pipeline_s, phase);
+		for (uint32_t s = 0; s < P; s++) {
+			double held = w.act_max[s] / (LAYERS_PER_STAGE * layer);
+			double want = o->in_flight(P, s, M, v);
+			ck_assert_msg(fabs(held - want) < 1e-9,
+				      "%s v%u stage %u: %.6f micro-batches in flight simulated, "
+				      "%.6f closed form", o->name, v, s, held, want);
+		}
+	}
+}
+END_TEST
+
+static Suite *schedule_suite(void)
+{
+	Suite *su = suite_create("schedule");
+	TCase *t = tcase_create("registry");
+	tcase_add_test(t, registry_lookup);
+	tcase_add_test(t, key_takes_registry);
+	tcase_add_test(t, actions_valid);
+	suite_add_tcase(su, t);
+	t = tcase_create("closed forms");
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, closed_forms_match_flow);
+	suite_add_tcase(su, t);
+	return su;
+}
+
+int main(void)
+{
+	return check_run(schedule_suite());
+}
