@@ -1,16 +1,20 @@
 /*
  * schedule.c - the registry of pipeline schedules (schedule.h).
  *
- * To add a schedule: write parallel/sched_NAME.c exporting
- * `const struct par_schedule_ops par_sched_NAME` (copy sched_1f1b.c, the
- * reference plug-in: name, help, check, nactions, actions and the closed
- * forms bubble_s, pipeline_s and in_flight), add one line S(par_sched_NAME)
- * to SCHEDULES below and one to libclustersim_a_SOURCES in Makefile.am, and
- * give it a test of its closed forms against the flow simulation (see
- * tests/unit/test_schedule.c). Nothing else: the key parallel.schedule
- * takes its names and help from here, the builder runs the actions, the
- * planner uses the closed forms. The order is the key's value order
- * (entry i is value i): add at the end.
+ * To add a schedule, four places:
+ *   1. parallel/sched_NAME.c exporting `const struct par_schedule_ops
+ *      par_sched_NAME`: copy sched_1f1b.c, the reference plug-in (name,
+ *      help, check, nactions, actions, and the closed forms bubble_s,
+ *      pipeline_s and in_flight);
+ *   2. one line S(par_sched_NAME) at the end of SCHEDULES below (the order
+ *      is the key's value order, entry i being value i: add at the end);
+ *   3. one line for the file in libclustersim_a_SOURCES in Makefile.am;
+ *   4. its test in tests/unit/test_schedule.c, whose registry-wide tests
+ *      already check its actions and its closed forms against the flow
+ *      simulation.
+ * Nothing else: the key parallel.schedule takes its names and help from
+ * here (regenerate docs/scenario.md's key table with `clustersim help
+ * --keys`), the builder runs the actions, the planner uses the closed forms.
  */
 #include "parallel/schedule.h"
 
@@ -21,7 +25,8 @@
 #define SCHEDULES \
 	S(par_sched_1f1b) \
 	S(par_sched_gpipe) \
-	S(par_sched_interleaved)
+	S(par_sched_interleaved) \
+	/* new schedules go on the line above this one */
 
 #define S(x) extern const struct par_schedule_ops x;
 SCHEDULES
