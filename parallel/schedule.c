@@ -26,6 +26,7 @@
 	S(par_sched_1f1b) \
 	S(par_sched_gpipe) \
 	S(par_sched_interleaved) \
+	S(par_sched_fthenb) \
 	/* new schedules go on the line above this one */
 
 #define S(x) extern const struct par_schedule_ops x;

@@ -266,6 +266,25 @@ START_TEST(closed_forms_match_flow)
 }
 END_TEST
 
+/* The reference schedule runs GPipe's order: the same ops at the same
+ * times on every rank, the same step. */
+START_TEST(fthenb_equals_gpipe)
+{
+	struct par_report rg, rf;
+	struct seen wg, wf;
+	double layer;
+	run("gpipe", 1, &rg, &wg, &layer);
+	run("fthenb", 1, &rf, &wf, &layer);
+	ck_assert_uint_gt(wg.nops, 0);
+	ck_assert_uint_eq(wf.nops, wg.nops);
+	ck_assert_msg(wf.hash == wg.hash, "fthenb's timeline differs from GPipe's");
+	ck_assert_msg(rf.step_time_s == rg.step_time_s && rf.pipeline_s == rg.pipeline_s &&
+		      rf.breakdown.bubble_s == rg.breakdown.bubble_s &&
+		      rf.memory.peak == rg.memory.peak,
+		      "fthenb step %.9g s, GPipe %.9g s", rf.step_time_s, rg.step_time_s);
+}
+END_TEST
+
 static Suite *schedule_suite(void)
 {
 	Suite *su = suite_create("schedule");
@@ -277,6 +296,7 @@ static Suite *schedule_suite(void)
 	t = tcase_create("closed forms");
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, closed_forms_match_flow);
+	tcase_add_test(t, fthenb_equals_gpipe);
 	suite_add_tcase(su, t);
 	return su;
 }
