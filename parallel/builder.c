@@ -261,6 +261,13 @@ size_t par_b_fetch_layer(struct builder *b, enum par_phase ph)
 struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 					 uint32_t stage, uint32_t cpi, int after_step)
 {
+	return par_b_build_with(t, b, stage, cpi, after_step, par_schedule(t->layout->schedule));
+}
+
+struct sim_program *par_b_build_with(const struct par_train *t, struct builder *b,
+				     uint32_t stage, uint32_t cpi, int after_step,
+				     const struct par_schedule_ops *sched)
+{
 	const struct par_layout *l = t->layout;
 	memset(b, 0, sizeof(*b));
 	b->t = t;
@@ -284,7 +291,6 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
 	/* The schedule's actions, each a pass of one micro-batch and chunk. */
-	const struct par_schedule_ops *sched = par_schedule(l->schedule);
 	size_t n = sched->nactions(b->pp, stage, b->nmb, b->vpp);
 	struct par_action *acts = xmalloc((n ? n : 1) * sizeof(*acts));
 	sched->actions(b->pp, stage, b->nmb, b->vpp, acts);

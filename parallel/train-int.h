@@ -154,6 +154,12 @@ size_t par_b_fetch_layer(struct builder *b, enum par_phase ph);
  * no memory. The caller frees it. */
 struct sim_program *par_b_build(const struct par_train *t, struct builder *b, uint32_t stage,
 				uint32_t cpi, int after_step);
+/* par_b_build with the actions of schedule sched (which need not be in
+ * the registry: the passes' unit tests build split backwards with it). */
+struct par_schedule_ops;
+struct sim_program *par_b_build_with(const struct par_train *t, struct builder *b,
+				     uint32_t stage, uint32_t cpi, int after_step,
+				     const struct par_schedule_ops *sched);
 /* tp.c: the tensor-parallel collectives a kernel needs before (or after) it. */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
 		 const char *where);

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "parallel/compute.h"
 #include "parallel/model.h"
 #include "parallel/schedule.h"
+#include "parallel/train-int.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "tests/checkmain.h"
@@ -285,6 +287,216 @@ START_TEST(fthenb_equals_gpipe)
 }
 END_TEST
 
+/* ---- a backward split into input and weight gradients ------------------- */
+
+/*
+ * No shipped schedule splits the backward yet; these two (built through
+ * par_b_build_with) do: every forward, then per micro-batch the input
+ * gradients and at once the weight gradients (split_now), or every input
+ * gradient and only then every weight gradient (split_late).
+ */
+static size_t split_nactions(uint32_t p, uint32_t s, uint32_t m, uint32_t v)
+{
+	(void)p, (void)s, (void)v;
+	return 3 * (size_t)m;
+}
+
+static void split_now_actions(uint32_t p, uint32_t s, uint32_t m, uint32_t v,
+			      struct par_action *out)
+{
+	(void)p, (void)s, (void)v;
+	for (uint32_t i = 0; i < m; i++) {
+		out[i] = (struct par_action){ .kind = PAR_ACT_FORWARD, .mb = i };
+		out[m + 2 * i] = (struct par_action){ .kind = PAR_ACT_BACKWARD_INPUT, .mb = i };
+		out[m + 2 * i + 1] = (struct par_action){ .kind = PAR_ACT_BACKWARD_WEIGHT, .mb = i };
+	}
+}
+
+static void split_late_actions(uint32_t p, uint32_t s, uint32_t m, uint32_t v,
+			       struct par_action *out)
+{
+	(void)p, (void)s, (void)v;
+	for (uint32_t i = 0; i < m; i++) {
+		out[i] = (struct par_action){ .kind = PAR_ACT_FORWARD, .mb = i };
+		out[m + i] = (struct par_action){ .kind = PAR_ACT_BACKWARD_INPUT, .mb = i };
+		out[2 * m + i] = (struct par_action){ .kind = PAR_ACT_BACKWARD_WEIGHT, .mb = i };
+	}
+}
+
+static const struct par_schedule_ops split_now = {
+	.name = "split-now", .nactions = split_nactions, .actions = split_now_actions,
+};
+static const struct par_schedule_ops split_late = {
+	.name = "split-late", .nactions = split_nactions, .actions = split_late_actions,
+};
+
+/* A small model on the ideal cluster, pp stages, the rest data parallel. */
+static struct scn split_scn;
+static struct par_compute_model *split_cm;
+
+static struct par_train split_setup(uint32_t gpus, uint32_t pp, const char *extra)
+{
+	char nodes[32], pps[32], err[SCN_ERRLEN];
+	snprintf(nodes, sizeof(nodes), "cluster.nodes=%u", gpus);
+	snprintf(pps, sizeof(pps), "parallel.pp=%u", pp);
+	const char *sets[] = {
+		"cluster.preset=ideal", nodes, "model.layers=8", "model.hidden=1024",
+		"model.heads=8", "model.vocab=4096", "training.seq=256", "training.global_batch=8",
+		"training.micro_batch=1", "compute.efficiency=1", "compute.launch_overhead=0",
+		pps, extra ? extra : "parallel.tp=1",
+	};
+	ck_assert_msg(scn_load(&split_scn, NULL, sets, ARRAY_SIZE(sets), err, sizeof(err)) == 0,
+		      "%s", err);
+	split_cm = par_compute_model_new(&split_scn.compute, topo_gpu_find(split_scn.cluster.gpu),
+					 split_scn.training.precision, split_scn.datadir, err,
+					 sizeof(err));
+	ck_assert_msg(split_cm != NULL, "%s", err);
+	struct par_train t = {
+		.model = &split_scn.model, .training = &split_scn.training,
+		.layout = &split_scn.parallel, .compute = split_cm, .cluster = &split_scn.cluster,
+		.steps = 1,
+	};
+	sim_config_init(&t.sim);
+	t.sim.algos = coll_algos;
+	return t;
+}
+
+static int is_dw(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 3 && !strcmp(name + n - 3, "_dw");
+}
+
+/* "L3.mb2.bwd.qkv_dx": micro-batch 2 of a backward kernel; -1 otherwise. */
+static int bwd_mb(const char *name)
+{
+	const char *p = strstr(name, ".mb");
+	unsigned mb;
+	if (!p || !strstr(name, ".bwd.") || sscanf(p, ".mb%u", &mb) != 1)
+		return -1;
+	return (int)mb;
+}
+
+static int by_name_dur(const void *a, const void *b)
+{
+	const struct sim_op *x = *(const struct sim_op *const *)a;
+	const struct sim_op *y = *(const struct sim_op *const *)b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->dur_ps > y->dur_ps) - (x->dur_ps < y->dur_ps);
+}
+
+/* What a program does, to compare a split one with GPipe's. */
+struct prog_sum {
+	const struct sim_op **compute;   /* its compute ops, sorted           */
+	uint32_t ncompute;
+	uint32_t ngrad_colls;            /* gradient collectives, their bytes */
+	double grad_bytes;
+	double mem_end[PAR_MEM_NCATS], act_peak;
+};
+
+static void summarise(const struct sim_program *prog, struct prog_sum *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->compute = calloc(prog->nops, sizeof(*out->compute));
+	double act = 0;
+	for (uint32_t i = 0; i < prog->nops; i++) {
+		const struct sim_op *o = &prog->ops[i];
+		if (o->kind == SIM_OP_COMPUTE)
+			out->compute[out->ncompute++] = o;
+		if (o->kind == SIM_OP_COLL && o->stream == STREAM_GRAD)
+			out->ngrad_colls++, out->grad_bytes += o->bytes;
+		out->mem_end[o->mem_cat] += o->mem_bytes;
+		if (o->mem_cat == PAR_MEM_ACTIVATIONS) {
+			act += o->mem_bytes;
+			out->act_peak = fmax(out->act_peak, act);
+		}
+	}
+	qsort(out->compute, out->ncompute, sizeof(*out->compute), by_name_dur);
+}
+
+/*
+ * The split builds the same kernels as the whole backward (and reduces the
+ * same gradient bytes), every input-gradient kernel of a micro-batch
+ * before its weight gradients, the gradient sent on before the weight
+ * gradients, and frees every activation, later than a whole backward does.
+ */
+START_TEST(split_backward_builds_dx_then_dw)
+{
+	/* 4 stages over 8 GPUs: data parallel 2 (DDP buckets), tensor
+	 * parallel 1; then the first stage of 1 with tensor parallelism 2. */
+	const uint32_t gpus[] = { 8, 2 }, pps[] = { 4, 1 };
+	const char *extra[] = { NULL, "parallel.tp=2" };
+	for (int cfg = 0; cfg < 2; cfg++) {
+		struct par_train t = split_setup(gpus[cfg], pps[cfg], extra[cfg]);
+		int gi = par_schedule_find("gpipe");
+		ck_assert_int_ge(gi, 0);
+		for (uint32_t stage = 0; stage < pps[cfg]; stage++) {
+			struct builder b;
+			struct sim_program *g = par_b_build_with(&t, &b, stage, 0, 1, par_schedule(gi));
+			struct sim_program *now = par_b_build_with(&t, &b, stage, 0, 1, &split_now);
+			struct sim_program *late = par_b_build_with(&t, &b, stage, 0, 1, &split_late);
+			struct prog_sum sg, sn, sl;
+			summarise(g, &sg), summarise(now, &sn), summarise(late, &sl);
+			ck_assert_uint_eq(sn.ncompute, sg.ncompute);
+			for (uint32_t i = 0; i < sg.ncompute; i++)
+				ck_assert_msg(!by_name_dur(&sn.compute[i], &sg.compute[i]),
+					      "stage %u: %s against GPipe's %s", stage,
+					      sn.compute[i]->name, sg.compute[i]->name);
+			/* The same gradients reduced (the buckets may split them
+			 * otherwise: the norms' gradients come with the dX pass). */
+			ck_assert(cfg || (sn.ngrad_colls > 0 && sg.ngrad_colls > 0));
+			ck_assert(fabs(sn.grad_bytes - sg.grad_bytes) <= 1e-9 * sg.grad_bytes);
+			for (int c = 0; c < PAR_MEM_NCATS; c++)
+				ck_assert_msg(fabs(sn.mem_end[c] - sg.mem_end[c]) < 1 &&
+					      fabs(sl.mem_end[c] - sg.mem_end[c]) < 1,
+					      "stage %u category %d: %.0f B left, GPipe %.0f", stage, c,
+					      sn.mem_end[c], sg.mem_end[c]);
+			ck_assert_msg(fabs(sg.mem_end[PAR_MEM_ACTIVATIONS]) < 1, "activations left");
+			/* Holding the activations until the weight pass. */
+			ck_assert(sl.act_peak >= sg.act_peak && sn.act_peak >= sg.act_peak);
+			/* In order, per micro-batch: dX kernels, the send, dW kernels. */
+			ck_assert_uint_eq(par_micro_batches(&t), cfg ? 8 : 4);
+			for (int mb = 0; mb < (int)par_micro_batches(&t); mb++) {
+				uint32_t last_dx = 0, first_dw = UINT32_MAX, send = UINT32_MAX;
+				for (uint32_t i = 0; i < now->nops; i++) {
+					const struct sim_op *o = &now->ops[i];
+					char want[32];
+					snprintf(want, sizeof(want), "pp.mb%d.send.grad", mb);
+					if (o->kind == SIM_OP_SEND && !strcmp(o->name, want))
+						send = i;
+					if (o->kind != SIM_OP_COMPUTE || bwd_mb(o->name) != mb)
+						continue;
+					if (is_dw(o->name) || strstr(o->name, "embed_bwd"))
+						first_dw = first_dw < i ? first_dw : i;
+					else
+						last_dx = i;
+				}
+				ck_assert_msg(first_dw != UINT32_MAX && last_dx < first_dw,
+					      "stage %u mb %d: a dX kernel after a dW one", stage, mb);
+				if (stage > 0)
+					ck_assert_msg(send > last_dx && send < first_dw,
+						      "stage %u mb %d: gradient sent at op %u, dX "
+						      "kernels up to %u, dW from %u", stage, mb, send,
+						      last_dx, first_dw);
+			}
+			free(sg.compute), free(sn.compute), free(sl.compute);
+			sim_program_free(g), sim_program_free(now), sim_program_free(late);
+		}
+		par_compute_model_free(split_cm);
+	}
+}
+END_TEST
+
+/* What the split does not model is refused (BUG, an abort): parameters
+ * sharded by ZeRO-3. */
+START_TEST(split_backward_refuses_sharded_params)
+{
+	struct par_train t = split_setup(2, 1, "parallel.zero=3");
+	struct builder b;
+	par_b_build_with(&t, &b, 0, 0, 1, &split_now);
+}
+END_TEST
+
 static Suite *schedule_suite(void)
 {
 	Suite *su = suite_create("schedule");
@@ -297,6 +509,11 @@ static Suite *schedule_suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, closed_forms_match_flow);
 	tcase_add_test(t, fthenb_equals_gpipe);
+	suite_add_tcase(su, t);
+	t = tcase_create("split backward");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, split_backward_builds_dx_then_dw);
+	tcase_add_test_raise_signal(t, split_backward_refuses_sharded_params, SIGABRT);
 	suite_add_tcase(su, t);
 	return su;
 }
