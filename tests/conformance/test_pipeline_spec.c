@@ -15,6 +15,7 @@
 #include "parallel/compute.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
+#include "parallel/schedule.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "tests/checkmain.h"
@@ -196,6 +197,17 @@ START_TEST(c22_bubble)
 	ck_assert_msg(fabs(gpipe - 7.0 / 39) < 5e-4, "GPipe bubble %.5f", gpipe);
 	ck_assert_msg(fabs(inter - 7.0 / 71) < 5e-4, "interleaved bubble %.5f, (p-1)/(vm+p-1) = "
 		      "%.5f", inter, 7.0 / 71);
+	/* The schedules' closed forms (what the planner uses) say the same. */
+	const char *names[] = { "1f1b", "gpipe", "interleaved" };
+	const uint32_t vs[] = { 1, 1, 2 };
+	const double want[] = { 7.0 / 39, 7.0 / 39, 7.0 / 71 };
+	struct par_stage_cost c = { .fwd_s = 1.25, .bwd_s = 2.5 };
+	for (int i = 0; i < 3; i++) {
+		const struct par_schedule_ops *o = par_schedule((unsigned)par_schedule_find(names[i]));
+		double f = o->bubble_s(8, 32, vs[i], &c) / o->pipeline_s(8, 32, vs[i], &c);
+		ck_assert_msg(fabs(f - want[i]) < 1e-12, "%s: closed-form bubble %.6f of the phase, "
+			      "SPEC %.6f", names[i], f, want[i]);
+	}
 }
 END_TEST
 
@@ -220,6 +232,13 @@ START_TEST(c23_in_flight)
 		ck_assert_msg(fabs(w.act_max[i] / per_mb - 32) < 1e-9,
 			      "GPipe stage %u holds %.3f micro-batches, expected 32", i,
 			      w.act_max[i] / per_mb);
+	/* The schedules' closed forms (what the planner uses) say the same. */
+	const struct par_schedule_ops *o1 = par_schedule((unsigned)par_schedule_find("1f1b"));
+	const struct par_schedule_ops *og = par_schedule((unsigned)par_schedule_find("gpipe"));
+	for (uint32_t i = 0; i < 8; i++) {
+		ck_assert_msg(o1->in_flight(8, i, 32, 1) == 8 - i, "1f1b in_flight, stage %u", i);
+		ck_assert_msg(og->in_flight(8, i, 32, 1) == 32, "gpipe in_flight, stage %u", i);
+	}
 }
 END_TEST
 
