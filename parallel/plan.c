@@ -12,8 +12,9 @@
  * interleaved, the bubble (p-1)/v S), plus the data-parallel reduction that
  * the last backward cannot hide, plus the optimizer on the rank's share.
  * Memory: model states (ZeRO over DP x CP), the first stage's micro-batches
- * in flight (the schedule's closed form) and the last stage's logits. Approximations: context-parallel transfers are assumed hidden,
- * expert routing uniform, DP overlap one micro-batch's backward.
+ * in flight (the schedule's closed form) and the last stage's logits.
+ * Approximations: context-parallel transfers are assumed hidden, expert
+ * routing uniform, DP overlap one micro-batch's backward.
  */
 #include "parallel/plan.h"
 
