@@ -270,20 +270,27 @@ static void bind_window(sqlite3_stmt *q, const struct sim_store_window *w)
 	"start_ps < ?3 AND end_ps > start_ps "
 
 int sim_store_read_streams(struct sim_store_read *r, const struct sim_store_window *w,
+			   enum sim_store_stream_figure fig,
 			   void (*fn)(void *ctx, const struct sim_store_stream *s), void *ctx)
 {
-	sqlite3_stmt *q = prepare(r, "SELECT rank, stream, min(start_ps), max(end_ps), count(*) "
-				  "FROM ops " OPS_WHERE "GROUP BY rank, stream ORDER BY rank, stream");
+	sqlite3_stmt *q = prepare(r, fig == SIM_STORE_SPAN
+		? "SELECT rank, stream, min(start_ps), max(end_ps) FROM ops " OPS_WHERE
+		  "GROUP BY rank, stream ORDER BY rank, stream"
+		: "SELECT rank, stream, count(*) FROM ops " OPS_WHERE
+		  "GROUP BY rank, stream ORDER BY rank, stream");
 	if (!q)
 		return r->kind;
 	bind_window(q, w);
 	int rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct sim_store_stream s = { .rank = sqlite3_column_int(q, 0),
-					      .stream = sqlite3_column_int(q, 1),
-					      .first_ps = sqlite3_column_int64(q, 2),
-					      .last_ps = sqlite3_column_int64(q, 3),
-					      .ops = (size_t)sqlite3_column_int64(q, 4) };
+					      .stream = sqlite3_column_int(q, 1) };
+		if (fig == SIM_STORE_SPAN) {
+			s.first_ps = sqlite3_column_int64(q, 2);
+			s.last_ps = sqlite3_column_int64(q, 3);
+		} else {
+			s.ops = (size_t)sqlite3_column_int64(q, 2);
+		}
 		if (rank_chosen(w, s.rank))
 			fn(ctx, &s);
 	}
@@ -332,30 +339,36 @@ void sim_store_ops_rank(struct sim_store_ops *c, int rank)
 	c->rank = rank;
 }
 
+/* The row of q in *op: column i of the BY_RANK query is column i - 1 of
+ * the BY_STREAM one (which has no rank), bytes and FLOPs only in BY_RANK. */
 int sim_store_ops_next(struct sim_store_ops *c, struct sim_store_op *op)
 {
 	sqlite3_stmt *q = c->q;
 	int rc;
+	if (c->order == SIM_STORE_BY_STREAM) {
+		if ((rc = sqlite3_step(q)) != SQLITE_ROW)
+			return rc == SQLITE_DONE ? 0 : read_fail(c->r);
+		op->rank = c->rank;
+		op->stream = sqlite3_column_int(q, 0);
+		op->kind = (const char *)sqlite3_column_text(q, 1);
+		op->name = (const char *)sqlite3_column_text(q, 2);
+		op->start_ps = sqlite3_column_int64(q, 3);
+		op->end_ps = sqlite3_column_int64(q, 4);
+		op->bytes = op->flops = NAN;
+		return 1;
+	}
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (c->order == SIM_STORE_BY_STREAM) {
-			*op = (struct sim_store_op){ .rank = c->rank,
-						     .stream = sqlite3_column_int(q, 0),
-						     .kind = (const char *)sqlite3_column_text(q, 1),
-						     .name = (const char *)sqlite3_column_text(q, 2),
-						     .start_ps = sqlite3_column_int64(q, 3),
-						     .end_ps = sqlite3_column_int64(q, 4),
-						     .bytes = NAN, .flops = NAN };
-			return 1;
-		}
 		int rank = sqlite3_column_int(q, 0);
 		if (!rank_chosen(c->w, rank))
 			continue;
-		*op = (struct sim_store_op){ .rank = rank, .stream = sqlite3_column_int(q, 1),
-					     .kind = (const char *)sqlite3_column_text(q, 2),
-					     .name = (const char *)sqlite3_column_text(q, 3),
-					     .start_ps = sqlite3_column_int64(q, 4),
-					     .end_ps = sqlite3_column_int64(q, 5),
-					     .bytes = real_or_nan(q, 6), .flops = real_or_nan(q, 7) };
+		op->rank = rank;
+		op->stream = sqlite3_column_int(q, 1);
+		op->kind = (const char *)sqlite3_column_text(q, 2);
+		op->name = (const char *)sqlite3_column_text(q, 3);
+		op->start_ps = sqlite3_column_int64(q, 4);
+		op->end_ps = sqlite3_column_int64(q, 5);
+		op->bytes = real_or_nan(q, 6);
+		op->flops = real_or_nan(q, 7);
 		return 1;
 	}
 	return rc == SQLITE_DONE ? 0 : read_fail(c->r);

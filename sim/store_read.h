@@ -88,15 +88,19 @@ struct sim_store_window {
 	int64_t from_ps, to_ps;
 };
 
-/* One (rank, stream) with ops in a window: its first start, last end, ops. */
+/* One (rank, stream) with ops in a window: its first start and last end
+ * (SIM_STORE_SPAN), or the number of its ops (SIM_STORE_COUNT). */
 struct sim_store_stream {
 	int rank, stream;
 	int64_t first_ps, last_ps;
 	size_t ops;
 };
-/* Call fn for each (rank, stream) of the window, by rank then stream. One
- * grouped scan of the block index: O(ops of the chosen ranks' span). */
+enum sim_store_stream_figure { SIM_STORE_SPAN, SIM_STORE_COUNT };
+/* Call fn for each (rank, stream) of the window, by rank then stream, with
+ * the figure asked for (only that one is computed: either costs a step per
+ * op). One grouped scan of the block index: O(ops of the chosen ranks' span). */
 int sim_store_read_streams(struct sim_store_read *r, const struct sim_store_window *w,
+			   enum sim_store_stream_figure fig,
 			   void (*fn)(void *ctx, const struct sim_store_stream *s), void *ctx);
 
 /* One op as read; the strings live until the next sim_store_ops_next(). */

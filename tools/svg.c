@@ -464,8 +464,8 @@ static void add_row(void *ctx, const struct sim_store_stream *s)
 
 static int load_rows(struct gantt *g)
 {
-	return sim_store_read_streams(g->db, &g->win, add_row, g) == SIM_STORE_READ_OK
-		       ? GANTT_OK : db_fail(g);
+	int rc = sim_store_read_streams(g->db, &g->win, SIM_STORE_SPAN, add_row, g);
+	return rc == SIM_STORE_READ_OK ? GANTT_OK : db_fail(g);
 }
 
 /* Place the rows: heights by stream, gaps within and between ranks. */

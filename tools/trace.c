@@ -87,7 +87,8 @@ static int load_threads(struct trace *t)
 	t->win = (struct sim_store_window){ .run = t->run, .ranks = t->o->ranks,
 					    .nranks = t->o->nranks, .from_ps = t->w.from_ps,
 					    .to_ps = t->w.to_ps };
-	if (sim_store_read_streams(t->db, &t->win, add_thread, t) != SIM_STORE_READ_OK)
+	int rc = sim_store_read_streams(t->db, &t->win, SIM_STORE_COUNT, add_thread, t);
+	if (rc != SIM_STORE_READ_OK)
 		return db_fail(t);
 	t->events += 2 * t->nproc;
 	return GANTT_OK;

@@ -338,19 +338,26 @@ START_TEST(test_ops_window)
 	sim_store_ops_close(c);
 	/* the groups of the window */
 	char buf[512] = "";
-	ck_assert_int_eq(sim_store_read_streams(r, &w, stream_text, buf), SIM_STORE_READ_OK);
-	ck_assert_str_eq(buf, "1/0:100-300#2 1/1:50-250#1 3/0:100-300#2 3/1:50-250#1");
+	ck_assert_int_eq(sim_store_read_streams(r, &w, SIM_STORE_SPAN, stream_text, buf),
+			 SIM_STORE_READ_OK);
+	ck_assert_str_eq(buf, "1/0:100-300#0 1/1:50-250#0 3/0:100-300#0 3/1:50-250#0");
+	buf[0] = 0;
+	ck_assert_int_eq(sim_store_read_streams(r, &w, SIM_STORE_COUNT, stream_text, buf),
+			 SIM_STORE_READ_OK);
+	ck_assert_str_eq(buf, "1/0:0-0#2 1/1:0-0#1 3/0:0-0#2 3/1:0-0#1");
 	w.to_ps = 121;
 	w.from_ps = 120;
 	w.ranks = NULL;
 	buf[0] = 0;
-	ck_assert_int_eq(sim_store_read_streams(r, &w, stream_text, buf), SIM_STORE_READ_OK);
-	ck_assert_str_eq(buf, "0/0:100-200#1 0/1:50-250#1 1/0:100-200#1 1/1:50-250#1 "
-			 "2/0:100-200#1 2/1:50-250#1 3/0:100-200#1 3/1:50-250#1");
+	ck_assert_int_eq(sim_store_read_streams(r, &w, SIM_STORE_SPAN, stream_text, buf),
+			 SIM_STORE_READ_OK);
+	ck_assert_str_eq(buf, "0/0:100-200#0 0/1:50-250#0 1/0:100-200#0 1/1:50-250#0 "
+			 "2/0:100-200#0 2/1:50-250#0 3/0:100-200#0 3/1:50-250#0");
 	/* another run: nothing */
 	w.run = id + 1;
 	buf[0] = 0;
-	ck_assert_int_eq(sim_store_read_streams(r, &w, stream_text, buf), SIM_STORE_READ_OK);
+	ck_assert_int_eq(sim_store_read_streams(r, &w, SIM_STORE_COUNT, stream_text, buf),
+			 SIM_STORE_READ_OK);
 	ck_assert_str_eq(buf, "");
 	sim_store_read_close(r);
 	free(path);
@@ -397,6 +404,7 @@ START_TEST(test_tables)
 	sim_store_rows_close(c);
 	c = sim_store_rows_open(r, table_index("metrics"), id);
 	ck_assert_int_eq(sim_store_rows_next(c), 1);
+	ck_assert_str_eq(sim_store_rows_text(c, 0), "1");
 	ck_assert_str_eq(sim_store_rows_text(c, 1), "step_time_s");
 	ck_assert_str_eq(sim_store_rows_text(c, 2), "3.0e-10");
 	ck_assert_int_eq(sim_store_rows_next(c), 0);
