@@ -302,15 +302,17 @@ static const char *const store_sql[STMT_N] = {
 			      " vary)"
 			      " VALUES (?, ?, ?, ?, ?)",
 	[STMT_SWEEP_HAS] = "SELECT 1 FROM sweep_points WHERE sweep_id = ? AND point = ?",
-	[STMT_SWEEP_POINT] = "INSERT OR REPLACE INTO sweep_points (sweep_id, point, status, reason,"
-			     " step_time_s, tokens_per_s, mfu, hfu, peak_bytes, capacity_bytes, fits,"
-			     " compute_s, exposed_comm_s, bubble_s, idle_s, gpus, dp, micro_batches)"
-			     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	[STMT_SWEEP_GET] = "SELECT status, reason, step_time_s, tokens_per_s, mfu, hfu, peak_bytes,"
-			   " capacity_bytes, fits, compute_s, exposed_comm_s, bubble_s, idle_s, gpus,"
-			   " dp, micro_batches FROM sweep_points WHERE sweep_id = ? AND point = ?",
+	[STMT_SWEEP_POINT] = NULL,  /* built by store_prepare from sim_store_point_figure */
+	[STMT_SWEEP_GET] = NULL,    /* likewise */
 	[STMT_SWEEP_VALUE] = "INSERT OR REPLACE INTO sweep_values (sweep_id, point, key, value)"
 			     " VALUES (?, ?, ?, ?)",
+};
+
+/* The figure columns of sweep_points, in the schema's order; the sweep
+ * statements below and the readers (store_read.c) name them from here. */
+const char *const sim_store_point_figure[SIM_STORE_POINT_FIGURES] = {
+	"step_time_s", "tokens_per_s", "mfu", "hfu", "peak_bytes", "capacity_bytes", "fits",
+	"compute_s", "exposed_comm_s", "bubble_s", "idle_s", "gpus", "dp", "micro_batches",
 };
 
 /* A finished op waiting in its rank's buffer. */
@@ -638,10 +640,28 @@ static char *multi_insert_sql(const char *head, unsigned cols, unsigned rows)
 	return sql;
 }
 
-/* Prepare every statement of store_sql once, and the multi-row inserts. */
+/* The figure columns, ", "-separated, with sep before the first. */
+static void point_figures(char *buf, size_t len, const char *sep)
+{
+	size_t used = 0;
+	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : sep,
+					 sim_store_point_figure[i]);
+	BUG_ON(used >= len);
+}
+
+/* Prepare every statement of store_sql once, the multi-row inserts and
+ * the sweep statements. */
 static int store_prepare(struct sim_store *st)
 {
-	char *multi[STMT_N] = { 0 };
+	char *multi[STMT_N] = { 0 }, figs[400];
+	point_figures(figs, sizeof(figs), ", ");
+	char *head = xasprintf("INSERT OR REPLACE INTO sweep_points (sweep_id, point, status, "
+			       "reason%s)", figs);
+	multi[STMT_SWEEP_POINT] = multi_insert_sql(head, 4 + SIM_STORE_POINT_FIGURES, 1);
+	free(head);
+	multi[STMT_SWEEP_GET] = xasprintf("SELECT status, reason%s FROM sweep_points WHERE "
+					  "sweep_id = ? AND point = ?", figs);
 	multi[STMT_INSERT_TL_MULTI] = multi_insert_sql(
 		"INSERT INTO timeline (stream, op, start_ps, end_ps)", 4, STORE_MULTI_ROWS);
 	multi[STMT_INSERT_MEM_MULTI] = multi_insert_sql(

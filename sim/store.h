@@ -154,6 +154,9 @@ int sim_store_run_fail(struct sim_store *st, const char *why);
  * keys.
  */
 #define SIM_STORE_POINT_FIGURES 14
+/* The figures' columns of sweep_points, in the order of fig[] (the writer
+ * and the readers of sim/store_read.h index them alike). */
+extern const char *const sim_store_point_figure[SIM_STORE_POINT_FIGURES];
 struct sim_store_point {
 	uint32_t point;
 	const char *status;     /* ok, no_fit, invalid, failed */
@@ -175,7 +178,8 @@ int sim_store_sweep_get(struct sim_store *st, int64_t sweep, uint32_t point, cha
 /* Id of the newest complete run, or -1 if there is none. */
 int64_t sim_store_last_complete(struct sim_store *st);
 
-/* The open connection, for readers (export) that run their own queries. */
+/* The open connection, for tests that inspect what was written (readers
+ * use sim/store_read.h). */
 struct sqlite3 *sim_store_db(struct sim_store *st);
 
 #endif

@@ -8,7 +8,6 @@
 
 #include <csv.h>
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,16 +290,6 @@ int cli_out_commit(struct cli_args *a, const char *what, struct sim_out *o, int 
 	if (sim_out_commit(o, err, sizeof(err)) != SIM_OUT_OK)
 		return cli_error(a, CLI_FAIL, "%s: %s", what, err);
 	return CLI_OK;
-}
-
-int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path)
-{
-	int code = sqlite3_errcode(db);
-	if (code == SQLITE_ERROR || code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", path,
-				 sqlite3_errmsg(db));
-	return cli_error(a, CLI_FAIL, "%s: cannot read the database: %s", path,
-			 sqlite3_errmsg(db));
 }
 
 int cli_store_open(struct cli_args *a, const char *path, struct sim_store **st)

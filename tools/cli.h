@@ -248,22 +248,30 @@ void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N]);
 void cli_jobs_json(const struct cli_jobs_view *v);
 
 /*
- * Reading a stored run (cmd_export.c; also used by cmd_report.c). The
- * database is the command's first positional argument.
- * export_db_open: open it read-only, or print why not ("cannot read
+ * Reading a stored run (cmd_export.c; also used by cmd_plot.c and
+ * cmd_report.c) through the store module (sim/store_read.h). The database
+ * is the command's first positional argument.
+ * cli_read_open: open it read-only, or print why not ("cannot read
  * database ...") and return CLI_BADINPUT; the caller closes *db.
- * export_db_run: the run to read: with --run, *run if it exists and is
+ * cli_read_run: the run to read: with --run, *run if it exists and is
  * complete, else the newest complete run; CLI_BADINPUT with a message
  * naming --run or the file (also for a file that is not a clustersim
  * database).
+ * cli_read_error: a query of the store module failed: "PATH: not a
+ * clustersim database (why)" and CLI_BADINPUT when the file is not SQLite
+ * or lacks the tables, else (an I/O error, a file-size limit) "PATH: cannot
+ * read the database: why" and CLI_FAIL.
  */
+struct sim_store_read;
+int cli_read_open(struct cli_args *a, struct sim_store_read **db);
+int cli_read_run(struct cli_args *a, struct sim_store_read *db, long long *run);
+int cli_read_error(const struct cli_args *a, const struct sim_store_read *db, const char *path);
+
+/* The same over a bare connection, for cmd_report.c until its queries move
+ * into the store module; remove them with that move. */
 struct sqlite3;
 int export_db_open(struct cli_args *a, struct sqlite3 **db);
-/* A query on the database path failed: "PATH: not a clustersim database
- * (why)" and CLI_BADINPUT when the file is not SQLite or lacks the tables,
- * else (an I/O error, a file-size limit) "PATH: cannot read the database:
- * why" and CLI_FAIL. */
-int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
 int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
+int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
 
 #endif

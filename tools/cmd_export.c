@@ -6,17 +6,16 @@
  * read-only and never changed. Outputs are written whole or not at all
  * (sim/outfile.h); one that is the database is refused (cli_check_files).
  * Opening the database and choosing the run are shared with `clustersim
- * report` (export_db_open, export_db_run).
+ * report` (cli_read_open, cli_read_run); every query is the store module's
+ * (sim/store_read.h).
  */
 #include "tools/cli.h"
 
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sim/outfile.h"
-#include "sim/store.h"
+#include "sim/store_read.h"
 #include "sim/util.h"
 #include "tools/svg.h"
 #include "tools/trace.h"
@@ -41,66 +40,53 @@ static const struct cli_opt export_opts[] = {
 	{ 0 },
 };
 
-/* Tables that can be exported, with their order of rows; per_run: the
- * rows of one run (--run, else the newest complete one), else every row
- * (the sweep tables, which no run owns). */
-static const struct {
-	const char *name, *query;
-	int per_run;
-} tables[] = {
-	{ "ops", "SELECT * FROM ops WHERE run_id = ?1 ORDER BY rank, start_ps, id", 1 },
-	{ "ranks", "SELECT * FROM ranks WHERE run_id = ?1 ORDER BY rank", 1 },
-	{ "links", "SELECT * FROM links WHERE run_id = ?1 ORDER BY link", 1 },
-	{ "collective_results",
-	  "SELECT * FROM collective_results WHERE run_id = ?1 ORDER BY rowid", 1 },
-	{ "runs", "SELECT * FROM runs WHERE id = ?1", 1 },
-	{ "memory", "SELECT * FROM memory WHERE run_id = ?1 ORDER BY rank, t_ps, rowid", 1 },
-	{ "metrics", "SELECT * FROM metrics WHERE run_id = ?1 ORDER BY name", 1 },
-	{ "sweeps", "SELECT * FROM sweeps ORDER BY id", 0 },
-	{ "sweep_points", "SELECT * FROM sweep_points ORDER BY sweep_id, point", 0 },
-	{ "sweep_values", "SELECT * FROM sweep_values ORDER BY sweep_id, point, key", 0 },
-};
-
-/* Write every row of a prepared statement as CSV, header first. */
-static int write_rows(sqlite3_stmt *q, FILE *f)
+/* Write every row of a table as CSV, header first. */
+static int write_rows(struct sim_store_rows *q, FILE *f)
 {
-	int n = sqlite3_column_count(q), rc;
-	for (int i = 0; i < n; i++)
-		cli_csv_field(f, sqlite3_column_name(q, i), i == 0);
+	size_t n = sim_store_rows_columns(q);
+	int rc;
+	for (size_t i = 0; i < n; i++)
+		cli_csv_field(f, sim_store_rows_name(q, i), i == 0);
 	fputc('\n', f);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		for (int i = 0; i < n; i++)
-			cli_csv_field(f, (const char *)sqlite3_column_text(q, i), i == 0);
+	while ((rc = sim_store_rows_next(q)) == 1) {
+		for (size_t i = 0; i < n; i++)
+			cli_csv_field(f, sim_store_rows_text(q, i), i == 0);
 		fputc('\n', f);
 	}
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc;
 }
 
-/* The run to read (see cli.h). A file without a runs table fails to
- * prepare: that is how a database of something else is told apart. */
-int export_db_run(struct cli_args *a, sqlite3 *db, long long *run)
+/* A query on the database failed (see cli.h). */
+int cli_read_error(const struct cli_args *a, const struct sim_store_read *r, const char *path)
 {
-	sqlite3_stmt *q;
+	if (sim_store_read_kind(r) == SIM_STORE_READ_NOT_OURS)
+		return cli_error(a, CLI_BADINPUT, "%s: not a clustersim database (%s)", path,
+				 sim_store_read_error(r));
+	return cli_error(a, CLI_FAIL, "%s: cannot read the database: %s", path,
+			 sim_store_read_error(r));
+}
+
+/* The run to read (see cli.h). */
+int cli_read_run(struct cli_args *a, struct sim_store_read *r, long long *run)
+{
 	int given = cli_has(a, "run");
-	const char *sql = given ? "SELECT status FROM runs WHERE id = ?1"
-				: "SELECT max(id) FROM runs WHERE status = 'complete'";
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		return cli_db_error(a, db, a->pos[0]);
-	sqlite3_bind_int64(q, 1, *run);
-	int rc = sqlite3_step(q);
-	const char *status = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-	int out = CLI_OK;
-	if (given && !status)
-		out = cli_error(a, CLI_BADINPUT, "option --run: no run %lld in %s", *run, a->pos[0]);
-	else if (given && strcmp(status, "complete"))
-		out = cli_error(a, CLI_BADINPUT, "option --run: run %lld is %s; only complete runs "
-				"can be read", *run, status);
-	else if (!given && sqlite3_column_type(q, 0) == SQLITE_NULL)
-		out = cli_error(a, CLI_BADINPUT, "%s holds no complete run", a->pos[0]);
-	else if (!given)
-		*run = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return out;
+	int64_t id;
+	char status[32];
+	int pick = sim_store_read_pick(r, given ? *run : 0, &id, status, sizeof(status));
+	switch (pick) {
+	case SIM_STORE_PICKED:
+		*run = id;
+		return CLI_OK;
+	case SIM_STORE_NO_RUN:
+		return cli_error(a, CLI_BADINPUT, "option --run: no run %lld in %s", *run, a->pos[0]);
+	case SIM_STORE_NOT_COMPLETE:
+		return cli_error(a, CLI_BADINPUT, "option --run: run %lld is %s; only complete runs "
+				 "can be read", *run, status);
+	case SIM_STORE_NONE_COMPLETE:
+		return cli_error(a, CLI_BADINPUT, "%s holds no complete run", a->pos[0]);
+	default:
+		return cli_read_error(a, r, a->pos[0]);
+	}
 }
 
 /* Open the output of option opt (- for standard output): written to a
@@ -121,20 +107,21 @@ static int out_close(struct cli_args *a, const char *opt, struct sim_out *o, int
 	return cli_out_commit(a, what, o, rc);
 }
 
-static int export_to(struct cli_args *a, sqlite3 *db, const char *query, long long run)
+static int export_to(struct cli_args *a, struct sim_store_read *db, size_t table,
+		     long long run)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db, query, -1, &q, NULL) != SQLITE_OK)
-		return cli_db_error(a, db, a->pos[0]);
-	sqlite3_bind_int64(q, 1, run);
+	struct sim_store_rows *q = sim_store_rows_open(db, table, run);
+	if (!q)
+		return cli_read_error(a, db, a->pos[0]);
 	struct sim_out o;
 	int rc = out_open(a, "csv", &o);
 	if (rc == CLI_OK) {
 		if (write_rows(q, o.f) < 0)
-			rc = cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], sqlite3_errmsg(db));
+			rc = cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0],
+				       sim_store_read_error(db));
 		rc = out_close(a, "csv", &o, rc);
 	}
-	sqlite3_finalize(q);
+	sim_store_rows_close(q);
 	return rc;
 }
 
@@ -147,7 +134,8 @@ static int gantt_rc(struct cli_args *a, int g, const char *err)
 }
 
 /* Draw the chart to --svg. */
-static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const struct gantt_opts *o)
+static int export_svg(struct cli_args *a, struct sim_store_read *db, long long run,
+		      const struct gantt_opts *o)
 {
 	struct sim_out out;
 	int rc = out_open(a, "svg", &out);
@@ -168,7 +156,7 @@ static int export_svg(struct cli_args *a, sqlite3 *db, long long run, const stru
  * Write the Chrome trace to --trace. Its events are counted first: above
  * TRACE_MAX_EVENTS a warning says so before the (long) writing.
  */
-static int export_trace(struct cli_args *a, sqlite3 *db, long long run,
+static int export_trace(struct cli_args *a, struct sim_store_read *db, long long run,
 			const struct gantt_opts *o)
 {
 	char err[512];
@@ -210,48 +198,70 @@ static int window_opts(struct cli_args *a, struct gantt_opts *o, int **ranks)
 	return CLI_OK;
 }
 
-/* The options of --csv: the table's query, or NULL after an error. */
-static const char *csv_opts(struct cli_args *a)
+/* The options of --csv: the table's index in *table, or an error. */
+static int csv_opts(struct cli_args *a, size_t *table)
 {
 	static const char *const window_only[] = { "ranks", "from", "to" };
 	for (size_t i = 0; i < ARRAY_SIZE(window_only); i++)
-		if (cli_has(a, window_only[i])) {
-			cli_error(a, CLI_BADINPUT, "option --%s applies to --svg and --trace only",
-				  window_only[i]);
-			return NULL;
-		}
+		if (cli_has(a, window_only[i]))
+			return cli_error(a, CLI_BADINPUT, "option --%s applies to --svg and --trace "
+					 "only", window_only[i]);
 	const char *tname = cli_str(a, "table", "ops");
-	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-		if (!strcmp(tables[i].name, tname)) {
-			if (!tables[i].per_run && cli_has(a, "run")) {
-				cli_error(a, CLI_BADINPUT, "option --run: table %s belongs to no "
-					  "run (it is exported whole)", tname);
-				return NULL;
-			}
-			return tables[i].query;
+	size_t n = sim_store_table_count();
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(sim_store_table_name(i), tname)) {
+			if (!sim_store_table_per_run(i) && cli_has(a, "run"))
+				return cli_error(a, CLI_BADINPUT, "option --run: table %s belongs to "
+						 "no run (it is exported whole)", tname);
+			*table = i;
+			return CLI_OK;
 		}
 	char names[256] = "";
-	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+	for (size_t i = 0; i < n; i++)
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-			 i ? ", " : "", tables[i].name);
-	cli_error(a, CLI_BADINPUT, "option --table: unknown table '%s': expected one of %s",
-		  tname, names);
-	return NULL;
+			 i ? ", " : "", sim_store_table_name(i));
+	return cli_error(a, CLI_BADINPUT, "option --table: unknown table '%s': expected one of %s",
+			 tname, names);
 }
 
 /* Open read-only: readers never change the database (see cli.h). */
-int export_db_open(struct cli_args *a, sqlite3 **db)
+int cli_read_open(struct cli_args *a, struct sim_store_read **db)
 {
-	if (access(a->pos[0], R_OK) != 0)
+	char err[512];
+	int errnum;
+	*db = sim_store_read_open(a->pos[0], &errnum, err, sizeof(err));
+	if (*db)
+		return CLI_OK;
+	if (errnum)
 		return cli_error(a, CLI_BADINPUT, "cannot read database '%s'", a->pos[0]);
-	if (sqlite3_open_v2(a->pos[0], db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		int rc = cli_error(a, CLI_BADINPUT, "cannot open '%s': %s", a->pos[0],
-				   sqlite3_errmsg(*db));
-		sqlite3_close(*db);
-		return rc;
-	}
-	sqlite3_busy_timeout(*db, 10000);
-	return CLI_OK;
+	return cli_error(a, CLI_BADINPUT, "cannot open '%s': %s", a->pos[0], err);
+}
+
+/* The readers of cmd_report.c over their own connection (see cli.h). */
+int export_db_open(struct cli_args *a, struct sqlite3 **db)
+{
+	struct sim_store_read *r;
+	int rc = cli_read_open(a, &r);
+	if (rc == CLI_OK)
+		*db = sim_store_read_detach(r);
+	return rc;
+}
+
+int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run)
+{
+	struct sim_store_read *r = sim_store_read_wrap(db);
+	int rc = cli_read_run(a, r, run);
+	sim_store_read_close(r);
+	return rc;
+}
+
+int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path)
+{
+	struct sim_store_read *r = sim_store_read_wrap(db);
+	sim_store_read_note(r);
+	int rc = cli_read_error(a, r, path);
+	sim_store_read_close(r);
+	return rc;
 }
 
 /* What to write: exactly one of --csv, --svg and --trace. */
@@ -278,22 +288,19 @@ static int export_kind(struct cli_args *a, enum export_kind *kind)
 }
 
 /* Write the run (--run, else the newest complete) of the open database. */
-static int export_write(struct cli_args *a, sqlite3 *db, enum export_kind kind,
-			const char *query, const struct gantt_opts *o, long long run)
+static int export_write(struct cli_args *a, struct sim_store_read *db, enum export_kind kind,
+			size_t table, const struct gantt_opts *o, long long run)
 {
-	int whole = 0;
-	for (size_t i = 0; kind == EXPORT_CSV && i < ARRAY_SIZE(tables); i++)
-		whole |= tables[i].query == query && !tables[i].per_run;
-	if (whole)   /* the sweep tables: no run to find */
-		return export_to(a, db, query, 0);
-	int rc = export_db_run(a, db, &run);
+	if (kind == EXPORT_CSV && !sim_store_table_per_run(table))
+		return export_to(a, db, table, 0);  /* the sweep tables: no run to find */
+	int rc = cli_read_run(a, db, &run);
 	if (rc != CLI_OK)
 		return rc;
 	if (kind == EXPORT_SVG)
 		return export_svg(a, db, run, o);
 	if (kind == EXPORT_TRACE)
 		return export_trace(a, db, run, o);
-	return export_to(a, db, query, run);
+	return export_to(a, db, table, run);
 }
 
 /* Every option is checked before the database is opened, so that bad
@@ -309,18 +316,15 @@ static int export_run(struct cli_args *a)
 		return rc;
 	struct gantt_opts o = { 0 };
 	int *ranks = NULL;
-	const char *query = NULL;
+	size_t table = 0;
 	long long run = 0;
-	if (kind != EXPORT_CSV)
-		rc = window_opts(a, &o, &ranks);
-	else if (!(query = csv_opts(a)))
-		rc = CLI_BADINPUT;
+	rc = kind != EXPORT_CSV ? window_opts(a, &o, &ranks) : csv_opts(a, &table);
 	if (rc == CLI_OK && cli_count(a, "run", 1, INT64_MAX, &run) < 0)
 		rc = CLI_BADINPUT;
-	sqlite3 *db = NULL;
-	if (rc == CLI_OK && (rc = export_db_open(a, &db)) == CLI_OK) {
-		rc = export_write(a, db, kind, query, &o, run);
-		sqlite3_close(db);
+	struct sim_store_read *db = NULL;
+	if (rc == CLI_OK && (rc = cli_read_open(a, &db)) == CLI_OK) {
+		rc = export_write(a, db, kind, table, &o, run);
+		sim_store_read_close(db);
 	}
 	free(ranks);
 	return rc;

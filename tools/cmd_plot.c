@@ -9,18 +9,19 @@
  * times or rates with units, else evenly spaced categories. A chart never
  * mixes points silently: a key that varies among the chosen points must be
  * the x axis, the series or fixed by --where, else the command refuses.
- * The database is opened read-only.
+ * The database is opened read-only and read through the store module
+ * (sim/store_read.h).
  */
 #include "tools/cli.h"
 
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sim/outfile.h"
+#include "sim/store.h"
+#include "sim/store_read.h"
 #include "sim/util.h"
 #include "tools/plot.h"
 
@@ -45,7 +46,8 @@ static const struct cli_opt plot_opts[] = {
 	{ 0 },
 };
 
-/* The figures that can be drawn: sweep_points columns, axis titles, scale. */
+/* The figures that can be drawn: sweep_points columns (sim/store.h's
+ * sim_store_point_figure), axis titles, scale. */
 static const struct metric {
 	const char *col;
 	const char *title;
@@ -84,7 +86,7 @@ struct vlist {
 struct plotctx {
 	struct cli_args *a;
 	const char *path;
-	sqlite3 *db;
+	struct sim_store_read *db;
 	long long sweep;
 	char *command;                /* sweeps.command, or the scenario      */
 	const struct metric *m;
@@ -96,6 +98,8 @@ struct plotctx {
 	int wk[MAX_KEYS];             /* --where keys and values              */
 	const char *wv[MAX_KEYS];
 	size_t nwhere;
+	int fig;                      /* --y's index in sim_store_point_figure */
+	int64_t last_point;           /* while loading: the point read last    */
 };
 
 /* ---- lists for messages ----------------------------------------------------------- */
@@ -150,51 +154,43 @@ static int key_index(const struct plotctx *c, const char *name)
 /*
  * A query on the sweep tables failed: the file is not SQLite, or lacks the
  * tables; either way it is not a database this command can read. (An I/O
- * error is a failure, cli_db_error.)
+ * error is a failure, cli_read_error.)
  */
 static int db_error(struct plotctx *c, const char *what)
 {
-	int code = sqlite3_errcode(c->db);
-	if (code != SQLITE_ERROR && code != SQLITE_NOTADB && code != SQLITE_CORRUPT)
-		return cli_db_error(c->a, c->db, c->path);
+	if (sim_store_read_kind(c->db) != SIM_STORE_READ_NOT_OURS)
+		return cli_read_error(c->a, c->db, c->path);
 	return cli_error(c->a, CLI_BADINPUT, "%s: not a clustersim database (%s: %s)", c->path,
-			 what, sqlite3_errmsg(c->db));
+			 what, sim_store_read_error(c->db));
 }
 
 /* Open DB read-only; a file that is missing or unreadable is bad input. */
 static int open_ro(struct plotctx *c)
 {
-	if (access(c->path, R_OK) != 0)
+	char err[512];
+	int errnum;
+	c->db = sim_store_read_open(c->path, &errnum, err, sizeof(err));
+	if (c->db)
+		return CLI_OK;
+	if (errnum)
 		return cli_error(c->a, CLI_BADINPUT, "cannot read database '%s': %s", c->path,
-				 strerror(errno));
-	int rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK)
-		return cli_error(c->a, CLI_BADINPUT, "cannot open '%s': %s", c->path,
-				 sqlite3_errstr(rc));
-	sqlite3_busy_timeout(c->db, 10000);
-	return CLI_OK;
+				 strerror(errnum));
+	return cli_error(c->a, CLI_BADINPUT, "cannot open '%s': %s", c->path, err);
 }
 
 /* The sweep to draw: --sweep's, or the newest; its command for the title. */
 static int pick_sweep(struct plotctx *c)
 {
 	int given = cli_has(c->a, "sweep");
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(c->db, given ? "SELECT id, coalesce(command, scenario) FROM sweeps "
-			       "WHERE id = ?1" : "SELECT id, coalesce(command, scenario) FROM "
-			       "sweeps ORDER BY id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		return db_error(c, "reading its sweeps");
-	sqlite3_bind_int64(q, 1, c->sweep);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *cmd = (const char *)sqlite3_column_text(q, 1);
-		c->sweep = sqlite3_column_int64(q, 0);
-		c->command = xstrdup(cmd ? cmd : "(command not recorded)");
-	}
-	sqlite3_finalize(q);
-	if (rc == SQLITE_ROW)
+	int64_t id = c->sweep;
+	char *cmd;
+	int rc = sim_store_read_sweep(c->db, given ? c->sweep : 0, &id, &cmd);
+	if (rc == SIM_STORE_READ_OK) {
+		c->sweep = id;
+		c->command = cmd ? cmd : xstrdup("(command not recorded)");
 		return CLI_OK;
-	if (rc != SQLITE_DONE)
+	}
+	if (rc < 0)
 		return db_error(c, "reading its sweeps");
 	if (given)
 		return cli_error(c->a, CLI_BADINPUT, "option --sweep: no sweep %lld in %s", c->sweep,
@@ -213,45 +209,28 @@ static int key_add(struct plotctx *c, const char *name)
 	return (int)c->nkeys++;
 }
 
-/* Start a point from the row of q (status, reason, figure). */
-static void point_new(struct plotctx *c, sqlite3_stmt *q)
+/* A varied value of a point, starting the point at its first value. */
+static void point_value(void *ctx, const struct sim_store_point_value *v)
 {
-	c->pts = xreallocarray(c->pts, c->npts + 1, sizeof(*c->pts));
-	struct spoint *p = &c->pts[c->npts++];
-	memset(p, 0, sizeof(*p));
-	const char *st = (const char *)sqlite3_column_text(q, 1);
-	const char *why = (const char *)sqlite3_column_text(q, 2);
-	snprintf(p->status, sizeof(p->status), "%s", st ? st : "?");
-	p->reason = why ? xstrdup(why) : NULL;
-	p->y = sqlite3_column_type(q, 3) == SQLITE_NULL ? NAN
-						       : sqlite3_column_double(q, 3) * c->m->scale;
+	struct plotctx *c = ctx;
+	if (c->npts == 0 || v->point != c->last_point) {  /* values come point by point */
+		c->pts = xreallocarray(c->pts, c->npts + 1, sizeof(*c->pts));
+		struct spoint *p = &c->pts[c->npts++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->status, sizeof(p->status), "%s", v->status ? v->status : "?");
+		p->reason = v->reason ? xstrdup(v->reason) : NULL;
+		p->y = isnan(v->fig) ? NAN : v->fig * c->m->scale;
+	}
+	c->last_point = v->point;
+	int k = key_add(c, v->key ? v->key : "");
+	if (k >= 0 && !c->pts[c->npts - 1].val[k])
+		c->pts[c->npts - 1].val[k] = xstrdup(v->value ? v->value : "");
 }
 
-/* Every point of the sweep with its varied values, one row per value. */
+/* Every point of the sweep with its varied values. */
 static int load_points(struct plotctx *c)
 {
-	char sql[400];
-	snprintf(sql, sizeof(sql), "SELECT p.point, p.status, p.reason, p.%s, v.key, v.value "
-		 "FROM sweep_points p JOIN sweep_values v ON v.sweep_id = p.sweep_id AND "
-		 "v.point = p.point WHERE p.sweep_id = ?1 ORDER BY p.point, v.rowid", c->m->col);
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return db_error(c, "reading the sweep's points");
-	sqlite3_bind_int64(q, 1, c->sweep);
-	long long last = -1;
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (sqlite3_column_int64(q, 0) != last)  /* rows come point by point */
-			point_new(c, q);
-		last = sqlite3_column_int64(q, 0);
-		const char *key = (const char *)sqlite3_column_text(q, 4);
-		const char *val = (const char *)sqlite3_column_text(q, 5);
-		int k = key_add(c, key ? key : "");
-		if (k >= 0 && !c->pts[c->npts - 1].val[k])
-			c->pts[c->npts - 1].val[k] = xstrdup(val ? val : "");
-	}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE)
+	if (sim_store_read_points(c->db, c->sweep, c->fig, point_value, c) != SIM_STORE_READ_OK)
 		return db_error(c, "reading the sweep's points");
 	if (c->npts == 0)
 		return cli_error(c->a, CLI_BADINPUT, "sweep %lld of %s has no points yet (run the "
@@ -595,34 +574,24 @@ static int write_svg(struct plotctx *c)
  * distributions' names are in the run's configuration). */
 static char *run_label(struct plotctx *c, long long run)
 {
-	static const char *const sql =
-		"SELECT json_extract(config, '$.\"variability.jitter\"'),"
-		" json_extract(config, '$.\"variability.jitter_cv\"'),"
-		" json_extract(config, '$.\"variability.gpu\"'),"
-		" json_extract(config, '$.\"variability.gpu_cv\"'),"
-		" json_extract(config, '$.\"variability.stragglers\"'),"
-		" json_extract(config, '$.\"variability.straggler_slowdown\"') FROM runs WHERE id = ?";
-	sqlite3_stmt *q;
+	static const char *const keys[] = {
+		"variability.jitter", "variability.jitter_cv", "variability.gpu",
+		"variability.gpu_cv", "variability.stragglers", "variability.straggler_slowdown",
+	};
+	struct sim_store_config_value v[ARRAY_SIZE(keys)];
 	char buf[256];
 	int n = snprintf(buf, sizeof(buf), "run %lld:", run);
 	int any = 0;
-	if (sqlite3_prepare_v2(c->db, sql, -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(q, 1, run);
-		if (sqlite3_step(q) == SQLITE_ROW) {
-			const char *jit = (const char *)sqlite3_column_text(q, 0);
-			const char *gpu = (const char *)sqlite3_column_text(q, 2);
-			long long k = sqlite3_column_int64(q, 4);
-			if (jit && strcmp(jit, "none") && n < (int)sizeof(buf))
-				n += snprintf(buf + n, sizeof(buf) - (size_t)n, " jitter %g",
-					      sqlite3_column_double(q, 1)), any = 1;
-			if (gpu && strcmp(gpu, "none") && n < (int)sizeof(buf))
-				n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s GPUs %g",
-					      any ? "," : "", sqlite3_column_double(q, 3)), any = 1;
-			if (k > 0 && n < (int)sizeof(buf))
-				n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s %lld slow %gx",
-					      any ? "," : "", k, sqlite3_column_double(q, 5)), any = 1;
-		}
-		sqlite3_finalize(q);
+	/* A label only: a run whose configuration cannot be read has no variability. */
+	if (sim_store_read_config(c->db, run, keys, ARRAY_SIZE(keys), v) == SIM_STORE_READ_OK) {
+		if (v[0].present && strcmp(v[0].text, "none") && n < (int)sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, " jitter %g", v[1].num), any = 1;
+		if (v[2].present && strcmp(v[2].text, "none") && n < (int)sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s GPUs %g", any ? "," : "",
+				      v[3].num), any = 1;
+		if (v[4].inum > 0 && n < (int)sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s %lld slow %gx",
+				      any ? "," : "", v[4].inum, v[5].num), any = 1;
 	}
 	if (!any && n < (int)sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - (size_t)n, " no variability");
@@ -638,27 +607,11 @@ struct steps_line {
 };
 
 /* A line's step times, sorted; their number in *n (0: none stored). */
-static double *line_steps(struct plotctx *c, const struct steps_line *l, size_t *n)
+static int line_steps(struct plotctx *c, const struct steps_line *l, double **v, size_t *n)
 {
-	sqlite3_stmt *q;
-	double *v = NULL;
-	size_t cap = 0;
-	*n = 0;
-	/* The prefix, then digits only (job names may hold '.' and '_'). */
-	if (sqlite3_prepare_v2(c->db, "SELECT value FROM metrics WHERE run_id = ?1 AND "
-			       "substr(name, 1, length(?2)) = ?2 AND substr(name, length(?2) + 1) "
-			       "GLOB '[0-9]*' AND NOT substr(name, length(?2) + 1) GLOB '*[^0-9]*' "
-			       "AND value IS NOT NULL ORDER BY value", -1, &q, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int64(q, 1, l->run);
-	sqlite3_bind_text(q, 2, l->prefix, -1, SQLITE_STATIC);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		if (*n == cap)
-			v = xreallocarray(v, cap = cap ? 2 * cap : 64, sizeof(double));
-		v[(*n)++] = sqlite3_column_double(q, 0);
-	}
-	sqlite3_finalize(q);
-	return v;
+	if (sim_store_read_steps(c->db, l->run, l->prefix, v, n) != SIM_STORE_READ_OK)
+		return cli_read_error(c->a, c->db, c->path);
+	return CLI_OK;
 }
 
 static void add_line(struct steps_line **lines, size_t *n, long long run, const char *prefix,
@@ -670,15 +623,22 @@ static void add_line(struct steps_line **lines, size_t *n, long long run, const 
 	snprintf(l->prefix, sizeof(l->prefix), "%s", prefix);
 }
 
-static int has_jobs_table(struct plotctx *c)
+/* The lines of one job of a run of several: alone and shared. */
+struct job_lines {
+	long long run;
+	struct steps_line **lines;
+	size_t *n;
+};
+
+static void add_job(void *ctx, const char *name)
 {
-	sqlite3_stmt *q;
-	int has = 0;
-	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-			       "name = 'jobs'", -1, &q, NULL) == SQLITE_OK)
-		has = sqlite3_step(q) == SQLITE_ROW;
-	sqlite3_finalize(q);
-	return has;
+	struct job_lines *j = ctx;
+	char prefix[112];
+	for (int alone = 1; name && alone >= 0; alone--) {
+		snprintf(prefix, sizeof(prefix), "job.%s.%sstep.", name, alone ? "alone." : "");
+		add_line(j->lines, j->n, j->run, prefix, xasprintf("run %lld job %s %s", j->run,
+								   name, alone ? "alone" : "shared"));
+	}
 }
 
 /* A run's lines: its steps, or for a run of several jobs each job's steps
@@ -686,32 +646,16 @@ static int has_jobs_table(struct plotctx *c)
 static int run_lines(struct plotctx *c, long long run, struct steps_line **lines, size_t *n)
 {
 	size_t before = *n;
-	sqlite3_stmt *q;
-	/* A file of schema 3, opened read-only, has no jobs table: no jobs. */
-	if (has_jobs_table(c)) {
-		if (sqlite3_prepare_v2(c->db, "SELECT name FROM jobs WHERE run_id = ? ORDER BY job",
-				       -1, &q, NULL) != SQLITE_OK)
-			return cli_db_error(c->a, c->db, c->path);
-		sqlite3_bind_int64(q, 1, run);
-		while (sqlite3_step(q) == SQLITE_ROW) {
-			const char *name = (const char *)sqlite3_column_text(q, 0);
-			char prefix[112];
-			for (int alone = 1; name && alone >= 0; alone--) {
-				snprintf(prefix, sizeof(prefix), "job.%s.%sstep.", name,
-					 alone ? "alone." : "");
-				add_line(lines, n, run, prefix, xasprintf("run %lld job %s %s", run,
-									  name, alone ? "alone" : "shared"));
-			}
-		}
-		sqlite3_finalize(q);
-	}
+	struct job_lines j = { .run = run, .lines = lines, .n = n };
+	if (sim_store_read_job_names(c->db, run, add_job, &j) != SIM_STORE_READ_OK)
+		return cli_read_error(c->a, c->db, c->path);
 	if (*n == before)
 		add_line(lines, n, run, "step.", run_label(c, run));
 	return CLI_OK;
 }
 
 /* The runs to draw: --run's, or every complete run with 2 steps or more. */
-static int step_runs(struct plotctx *c, long long **runs, size_t *n)
+static int step_runs(struct plotctx *c, int64_t **runs, size_t *n)
 {
 	struct cli_args *a = c->a;
 	int nrun;
@@ -719,7 +663,7 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 	*n = 0;
 	*runs = NULL;
 	if (nrun) {
-		*runs = xcalloc((size_t)nrun, sizeof(long long));
+		*runs = xcalloc((size_t)nrun, sizeof(int64_t));
 		for (int i = 0; i < nrun; i++) {
 			char *end;
 			long long id = strtoll(run[i], &end, 10);
@@ -730,19 +674,8 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
 		}
 		return CLI_OK;
 	}
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(c->db, "SELECT r.id FROM runs r WHERE r.status = 'complete' AND "
-			       "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND "
-			       "(m.name = 'step.1' OR m.name GLOB 'job.*.alone.step.1')) ORDER BY r.id",
-			       -1, &q, NULL) != SQLITE_OK)
-		return cli_db_error(a, c->db, c->path);
-	size_t cap = 0;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		if (*n == cap)
-			*runs = xreallocarray(*runs, cap = cap ? 2 * cap : 8, sizeof(long long));
-		(*runs)[(*n)++] = sqlite3_column_int64(q, 0);
-	}
-	sqlite3_finalize(q);
+	if (sim_store_read_step_runs(c->db, runs, n) != SIM_STORE_READ_OK)
+		return cli_read_error(a, c->db, c->path);
 	if (!*n)
 		return cli_error(a, CLI_BADINPUT, "%s: no run with 2 steps or more (store one with "
 				 "clustersim run SCENARIO --steps N --db %s)", c->path, c->path);
@@ -753,7 +686,7 @@ static int step_runs(struct plotctx *c, long long **runs, size_t *n)
  * share of the run's steps at or below it. */
 static int plot_steps(struct plotctx *c)
 {
-	long long *runs;
+	int64_t *runs;
 	size_t nruns, nl = 0;
 	struct steps_line *sl = NULL;
 	int rc = step_runs(c, &runs, &nruns);
@@ -763,7 +696,11 @@ static int plot_steps(struct plotctx *c)
 	struct plot_point **pts = xcalloc(nl ? nl : 1, sizeof(*pts));
 	for (size_t i = 0; rc == CLI_OK && i < nl; i++) {
 		size_t n;
-		double *v = line_steps(c, &sl[i], &n);
+		double *v;
+		if ((rc = line_steps(c, &sl[i], &v, &n)) != CLI_OK) {
+			free(v);
+			break;
+		}
 		if (n < 2) {
 			free(v);
 			rc = cli_error(c->a, CLI_BADINPUT, "option --run: run %lld has %zu stored "
@@ -836,6 +773,11 @@ static int check_opts(struct plotctx *c)
 	if (!c->m)
 		return cli_error(a, CLI_BADINPUT, "option --y: unknown metric '%s'; expected one of: "
 				 "%s", y, metric_names(list, sizeof(list)));
+	c->fig = -1;
+	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+		if (!strcmp(sim_store_point_figure[i], c->m->col))
+			c->fig = i;
+	BUG_ON(c->fig < 0);  /* every metric is a figure of the schema */
 	return cli_count(a, "sweep", 1, INT64_MAX, &c->sweep) < 0 ? CLI_BADINPUT : CLI_OK;
 }
 
@@ -851,7 +793,7 @@ static void plotctx_free(struct plotctx *c)
 		free(c->keys[k]);
 	free(c->pts);
 	free(c->command);
-	sqlite3_close(c->db);
+	sim_store_read_close(c->db);
 }
 
 /* Check the options, read the sweep, choose its points, draw them. */

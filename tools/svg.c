@@ -1,7 +1,8 @@
 /*
  * svg.c - the Gantt chart of a stored run (see svg.h).
  *
- * Two passes over the run's ops, both in SQL. The first finds the rows to
+ * Two passes over the run's ops, both by the store module
+ * (sim/store_read.h). The first finds the rows to
  * draw, the (rank, stream) pairs with ops in the window, so that the
  * picture's height is known before anything is written. The second reads
  * each rank's ops by stream and in time order, and merges runs of alike ops
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/store_read.h"
 #include "sim/units.h"
 #include "sim/util.h"
 #include "tools/trace.h"
@@ -91,7 +93,7 @@ struct axis {
 
 /* Everything one chart needs: the run, the window, the rows, the output. */
 struct gantt {
-	sqlite3 *db;
+	struct sim_store_read *db;
 	int64_t run;
 	const struct gantt_opts *o;
 	FILE *out;
@@ -99,8 +101,8 @@ struct gantt {
 	size_t errlen;
 	char *command;                /* runs.command, may be NULL    */
 	int nranks;                   /* runs.ranks                   */
-	int rank_lo, rank_hi;         /* bounds of the chosen ranks   */
 	int64_t from_ps, to_ps;       /* the window                   */
+	struct sim_store_window win;  /* the same, for the store      */
 	double scale;                 /* px per ps                    */
 	int64_t gap_ps;               /* closer ops of a kind merge   */
 	struct axis ax;
@@ -370,7 +372,7 @@ static int bad_input(struct gantt *g, const char *fmt, ...)
 
 static int db_fail(struct gantt *g)
 {
-	sim_errf(g->err, g->errlen, "reading the database: %s", sqlite3_errmsg(g->db));
+	sim_errf(g->err, g->errlen, "reading the database: %s", sim_store_read_error(g->db));
 	return GANTT_FAIL;
 }
 
@@ -379,31 +381,20 @@ static int db_fail(struct gantt *g)
  * Here and below, sim_errf()'s -1 is GANTT_BADINPUT (checked at compile time).
  */
 _Static_assert(GANTT_BADINPUT == -1, "sim_errf() returns GANTT_BADINPUT");
-static int run_extent(sqlite3 *db, int64_t run, struct gantt_window *w, char *err,
-		      size_t errlen)
+static int run_extent(struct sim_store_read *db, int64_t run, struct gantt_window *w,
+		      char *err, size_t errlen)
 {
-	sqlite3_stmt *q;
-	int rc = sqlite3_prepare_v2(db, "SELECT ranks, coalesce(sim_end_ps, (SELECT max(end_ps) "
-				    "FROM ops WHERE run_id = ?1), 0) FROM runs WHERE id = ?1",
-				    -1, &q, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_int64(q, 1, run);
-		if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-			w->nranks = sqlite3_column_int(q, 0);
-			w->end_ps = sqlite3_column_int64(q, 1);
-		}
-	}
-	sqlite3_finalize(q);
-	if (rc == SQLITE_DONE)
+	int rc = sim_store_read_extent(db, run, &w->nranks, &w->end_ps);
+	if (rc == 1)
 		return sim_errf(err, errlen, "option --run: no run %lld", (long long)run);
-	if (rc != SQLITE_ROW) {
-		sim_errf(err, errlen, "reading the database: %s", sqlite3_errmsg(db));
+	if (rc != SIM_STORE_READ_OK) {
+		sim_errf(err, errlen, "reading the database: %s", sim_store_read_error(db));
 		return GANTT_FAIL;
 	}
 	return GANTT_OK;
 }
 
-int gantt_window_of(sqlite3 *db, int64_t run, const struct gantt_opts *o,
+int gantt_window_of(struct sim_store_read *db, int64_t run, const struct gantt_opts *o,
 		    struct gantt_window *w, char *err, size_t errlen)
 {
 	char a[48], b[48];
@@ -428,29 +419,15 @@ int gantt_window_of(sqlite3 *db, int64_t run, const struct gantt_opts *o,
 	return GANTT_OK;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
-int gantt_rank_chosen(const struct gantt_opts *o, int rank)
-{
-	return !o->ranks || bsearch(&rank, o->ranks, o->nranks, sizeof(int), cmp_int);
-}
-
 /* The run's command (NULL if not recorded), for the title. */
 static int load_command(struct gantt *g)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(g->db, "SELECT command FROM runs WHERE id = ?1", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(g);
-	sqlite3_bind_int64(q, 1, g->run);
-	int rc = sqlite3_step(q);
-	const char *cmd = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-	g->command = cmd ? xstrdup(cmd) : NULL;
-	sqlite3_finalize(q);
-	return rc == SQLITE_ROW ? GANTT_OK : db_fail(g);
+	struct sim_store_run_row row;
+	int rc = sim_store_read_run(g->db, g->run, &row);
+	g->command = row.command;
+	row.command = NULL;
+	sim_store_run_row_free(&row);
+	return rc == SIM_STORE_READ_OK ? GANTT_OK : db_fail(g);
 }
 
 /* The window and run from the options, and the scale and axis they give. */
@@ -461,10 +438,11 @@ static int set_window(struct gantt *g)
 	if (rc != GANTT_OK)
 		return rc;
 	g->nranks = w.nranks;
-	g->rank_lo = w.rank_lo;
-	g->rank_hi = w.rank_hi;
 	g->from_ps = w.from_ps;
 	g->to_ps = w.to_ps;
+	g->win = (struct sim_store_window){ .run = g->run, .ranks = g->o->ranks,
+					    .nranks = g->o->nranks, .from_ps = g->from_ps,
+					    .to_ps = g->to_ps };
 	g->scale = PLOT_W / (double)(g->to_ps - g->from_ps);
 	g->gap_ps = (g->to_ps - g->from_ps) / 2000;  /* 0.05% of the window */
 	axis_init(&g->ax, (double)(g->to_ps - g->from_ps));
@@ -476,31 +454,18 @@ static int set_window(struct gantt *g)
  * O(ops of the chosen ranks' span): one grouped scan of the index, fine
  * next to drawing them.
  */
+static void add_row(void *ctx, const struct sim_store_stream *s)
+{
+	struct gantt *g = ctx;
+	g->rows = xreallocarray(g->rows, g->nrows + 1, sizeof(*g->rows));
+	g->rows[g->nrows++] = (struct row){ .rank = s->rank, .stream = s->stream,
+					    .first_ps = s->first_ps, .last_ps = s->last_ps };
+}
+
 static int load_rows(struct gantt *g)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(g->db, "SELECT rank, stream, min(start_ps), max(end_ps) FROM ops "
-			       "WHERE run_id = ?1 AND rank BETWEEN ?4 AND ?5 AND end_ps > ?2 AND "
-			       "start_ps < ?3 AND end_ps > start_ps GROUP BY rank, stream "
-			       "ORDER BY rank, stream", -1, &q, NULL) != SQLITE_OK)
-		return db_fail(g);
-	sqlite3_bind_int64(q, 1, g->run);
-	sqlite3_bind_int64(q, 2, g->from_ps);
-	sqlite3_bind_int64(q, 3, g->to_ps);
-	sqlite3_bind_int(q, 4, g->rank_lo);
-	sqlite3_bind_int(q, 5, g->rank_hi);
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		struct row r = { .rank = sqlite3_column_int(q, 0), .stream = sqlite3_column_int(q, 1),
-				 .first_ps = sqlite3_column_int64(q, 2),
-				 .last_ps = sqlite3_column_int64(q, 3) };
-		if (!gantt_rank_chosen(g->o, r.rank))
-			continue;
-		g->rows = xreallocarray(g->rows, g->nrows + 1, sizeof(*g->rows));
-		g->rows[g->nrows++] = r;
-	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? GANTT_OK : db_fail(g);
+	int rc = sim_store_read_streams(g->db, &g->win, SIM_STORE_SPAN, add_row, g);
+	return rc == SIM_STORE_READ_OK ? GANTT_OK : db_fail(g);
 }
 
 /* Place the rows: heights by stream, gaps within and between ranks. */
@@ -755,58 +720,46 @@ static void row_close(struct gantt *g, size_t i, struct box *b)
 
 /*
  * The rows of one rank, rows[i] to rows[j - 1] (ascending streams): its ops
- * by stream, then in time order, merged into boxes on the way. One query a
- * rank: the index (run_id, rank, start_ps) finds them, SQLite sorts them by
- * stream; ops that end before the window are read and skipped, so this is
- * O(the rank's ops up to the window's end).
+ * by stream, then in time order (SIM_STORE_BY_STREAM), merged into boxes
+ * on the way. O(the rank's ops up to the window's end).
  */
-static int write_rank(struct gantt *g, sqlite3_stmt *q, size_t i, size_t j)
+static int write_rank(struct gantt *g, struct sim_store_ops *q, size_t i, size_t j)
 {
-	sqlite3_reset(q);
-	sqlite3_bind_int(q, 2, g->rows[i].rank);
+	sim_store_ops_rank(q, g->rows[i].rank);
 	struct box b = { .n = 0 };
+	struct sim_store_op op;
 	size_t k = i;
 	int rc;
 	row_open(g, k);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int stream = sqlite3_column_int(q, 0);
-		if (stream != g->rows[k].stream) {  /* the next row: the first pass saw it */
+	while ((rc = sim_store_ops_next(q, &op)) == 1) {
+		if (op.stream != g->rows[k].stream) {  /* the next row: the first pass saw it */
 			row_close(g, k, &b);
-			while (k + 1 < j && g->rows[k].stream != stream)
+			while (k + 1 < j && g->rows[k].stream != op.stream)
 				k++;
-			BUG_ON(g->rows[k].stream != stream);
+			BUG_ON(g->rows[k].stream != op.stream);
 			row_open(g, k);
 		}
-		const char *kind = (const char *)sqlite3_column_text(q, 1);
-		const char *name = (const char *)sqlite3_column_text(q, 2);
-		kind = kind ? kind : "";
-		name = name ? name : "";
+		const char *kind = op.kind ? op.kind : "";
+		const char *name = op.name ? op.name : "";
 		row_hint(&g->rows[k], kind, name);
-		box_add(g, &g->rows[k], &b, op_key(kind, name), name, sqlite3_column_int64(q, 3),
-			sqlite3_column_int64(q, 4));
+		box_add(g, &g->rows[k], &b, op_key(kind, name), name, op.start_ps, op.end_ps);
 	}
 	row_close(g, k, &b);
-	return rc == SQLITE_DONE ? GANTT_OK : db_fail(g);
+	return rc == 0 ? GANTT_OK : db_fail(g);
 }
 
 static int write_rows(struct gantt *g)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(g->db, "SELECT stream, kind, name, start_ps, end_ps FROM ops WHERE "
-			       "run_id = ?1 AND rank = ?2 AND start_ps < ?4 AND end_ps > ?3 AND "
-			       "end_ps > start_ps ORDER BY stream, start_ps, id",
-			       -1, &q, NULL) != SQLITE_OK)
+	struct sim_store_ops *q = sim_store_ops_open(g->db, &g->win, SIM_STORE_BY_STREAM);
+	if (!q)
 		return db_fail(g);
-	sqlite3_bind_int64(q, 1, g->run);
-	sqlite3_bind_int64(q, 3, g->from_ps);
-	sqlite3_bind_int64(q, 4, g->to_ps);
 	int rc = GANTT_OK;
 	for (size_t i = 0, j; i < g->nrows && rc == GANTT_OK; i = j) {
 		for (j = i + 1; j < g->nrows && g->rows[j].rank == g->rows[i].rank; j++)
 			;
 		rc = write_rank(g, q, i, j);
 	}
-	sqlite3_finalize(q);
+	sim_store_ops_close(q);
 	return rc;
 }
 
@@ -831,7 +784,7 @@ static int write_chart(struct gantt *g)
 	return rc;
 }
 
-int gantt_write(sqlite3 *db, int64_t run, const struct gantt_opts *o, FILE *out,
+int gantt_write(struct sim_store_read *db, int64_t run, const struct gantt_opts *o, FILE *out,
 		struct gantt_stats *st, char *err, size_t errlen)
 {
 	struct gantt g = { .db = db, .run = run, .o = o, .out = out, .err = err, .errlen = errlen };

@@ -4,8 +4,8 @@
  * phase (forward, backward, recompute, communication, other compute) with
  * their micro-batch numbers, idle time shaded, a time axis and a legend.
  *
- * The caller owns the database connection (the run must be complete) and
- * the output stream; the module keeps nothing between calls. The fields of
+ * The caller owns the database reader (sim/store_read.h; the run must be
+ * complete) and the output stream; the module keeps nothing between calls. The fields of
  * struct gantt_opts are the options --ranks, --from and --to of `export`,
  * and messages about them name those options. The rank list, the window
  * and UTF-8 checking are shared with the Chrome trace (tools/trace.h).
@@ -13,7 +13,6 @@
 #ifndef TOOLS_SVG_H
 #define TOOLS_SVG_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,8 @@
 #define GANTT_MAX_BOXES 20000
 /* Largest rank number a rank list may name. */
 #define GANTT_MAX_RANK 1048575
+
+struct sim_store_read;
 
 /* What to draw. Zero-initialised: every rank, the whole run. */
 struct gantt_opts {
@@ -54,8 +55,8 @@ int gantt_ranks_parse(const char *text, int **ranks, size_t *n, char *err, size_
  */
 struct gantt_window {
 	int nranks;         /* runs.ranks                                   */
-	int rank_lo;        /* the smallest and largest rank chosen, to     */
-	int rank_hi;        /* bound queries; gantt_rank_chosen() decides   */
+	int rank_lo;        /* the smallest and largest rank chosen (the    */
+	int rank_hi;        /* store skips the others between them)         */
 	int64_t end_ps;     /* the run's end: sim_end_ps, else its last op  */
 	int64_t from_ps;    /* the window: o's, cut to the run's end        */
 	int64_t to_ps;
@@ -66,11 +67,8 @@ struct gantt_window {
  * Returns GANTT_OK, GANTT_BADINPUT (no such run, ranks not in the run, an
  * empty window; the message names the option) or GANTT_FAIL, with err.
  */
-int gantt_window_of(sqlite3 *db, int64_t run, const struct gantt_opts *o,
+int gantt_window_of(struct sim_store_read *db, int64_t run, const struct gantt_opts *o,
 		    struct gantt_window *w, char *err, size_t errlen);
-
-/* Whether rank is one of o's ranks (every rank when o names none). */
-int gantt_rank_chosen(const struct gantt_opts *o, int rank);
 
 /*
  * Length of the valid UTF-8 character at s, or 0 for a byte that starts
@@ -87,7 +85,7 @@ size_t gantt_utf8_len(const unsigned char *s);
  * window, nothing to draw) or GANTT_FAIL, with the message in err. On error
  * part of the chart may have been written.
  */
-int gantt_write(sqlite3 *db, int64_t run, const struct gantt_opts *o, FILE *out,
+int gantt_write(struct sim_store_read *db, int64_t run, const struct gantt_opts *o, FILE *out,
 		struct gantt_stats *st, char *err, size_t errlen);
 
 #endif

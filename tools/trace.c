@@ -1,14 +1,14 @@
 /*
  * trace.c - the Chrome trace of a stored run (see trace.h).
  *
- * Two passes over the run's ops, both in SQL, as in svg.c. The first
- * (trace_new) groups the ops of the window by (rank, stream): those are
- * the threads, and their counts give the number of events before anything
- * is written, so that the caller can warn about a trace too big to view.
- * The second (trace_write) reads the chosen ranks' ops in (rank, start)
- * order (their timeline blocks found through timeline_blocks_by_rank, each
- * rank's ops sorted by SQLite) and writes one event per op as it reads it:
- * a trace of millions of ops costs reading them, not holding them.
+ * Two passes over the run's ops, both by the store module
+ * (sim/store_read.h), as in svg.c. The first (trace_new) groups the ops of
+ * the window by (rank, stream): those are the threads, and their counts
+ * give the number of events before anything is written, so that the
+ * caller can warn about a trace too big to view. The second (trace_write)
+ * reads the chosen ranks' ops in (rank, start) order through a cursor and
+ * writes one event per op as it reads it: a trace of millions of ops costs
+ * reading them, not holding them.
  *
  * Times are picoseconds in the database and microseconds in the trace,
  * written as whole microseconds and six decimals with integer arithmetic:
@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/store_read.h"
 #include "sim/units.h"
 #include "sim/util.h"
 
@@ -35,10 +36,11 @@ struct thread {
 };
 
 struct trace {
-	sqlite3 *db;
+	struct sim_store_read *db;
 	int64_t run;
 	const struct gantt_opts *o;
 	struct gantt_window w;
+	struct sim_store_window win;  /* w for the store          */
 	struct thread *th;        /* ascending (rank, stream)     */
 	size_t nth;
 	size_t nproc;             /* distinct ranks among them    */
@@ -62,23 +64,18 @@ const char *trace_stream_name(int stream, char *buf, size_t len)
 
 static int db_fail(struct trace *t)
 {
-	sim_errf(t->err, t->errlen, "reading the database: %s", sqlite3_errmsg(t->db));
+	sim_errf(t->err, t->errlen, "reading the database: %s", sim_store_read_error(t->db));
 	return GANTT_FAIL;
 }
 
-/* Bind the run (1), the window (2, 3) and the bounds of the ranks (4, 5). */
-static void bind_window(const struct trace *t, sqlite3_stmt *q)
+static void add_thread(void *ctx, const struct sim_store_stream *s)
 {
-	sqlite3_bind_int64(q, 1, t->run);
-	sqlite3_bind_int64(q, 2, t->w.from_ps);
-	sqlite3_bind_int64(q, 3, t->w.to_ps);
-	sqlite3_bind_int(q, 4, t->w.rank_lo);
-	sqlite3_bind_int(q, 5, t->w.rank_hi);
+	struct trace *t = ctx;
+	t->nproc += t->nth == 0 || t->th[t->nth - 1].rank != s->rank;
+	t->th = xreallocarray(t->th, t->nth + 1, sizeof(*t->th));
+	t->th[t->nth++] = (struct thread){ .rank = s->rank, .stream = s->stream, .ops = s->ops };
+	t->events += s->ops + 1;
 }
-
-/* Ops of a chosen rank, of non-zero length, that overlap the window. */
-#define OPS_WHERE "WHERE run_id = ?1 AND rank BETWEEN ?4 AND ?5 AND end_ps > ?2 AND " \
-	"start_ps < ?3 AND end_ps > start_ps "
 
 /*
  * The threads and the events: per rank a process_name and a
@@ -87,31 +84,18 @@ static void bind_window(const struct trace *t, sqlite3_stmt *q)
  */
 static int load_threads(struct trace *t)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(t->db, "SELECT rank, stream, count(*) FROM ops " OPS_WHERE
-			       "GROUP BY rank, stream ORDER BY rank, stream", -1, &q,
-			       NULL) != SQLITE_OK)
+	t->win = (struct sim_store_window){ .run = t->run, .ranks = t->o->ranks,
+					    .nranks = t->o->nranks, .from_ps = t->w.from_ps,
+					    .to_ps = t->w.to_ps };
+	int rc = sim_store_read_streams(t->db, &t->win, SIM_STORE_COUNT, add_thread, t);
+	if (rc != SIM_STORE_READ_OK)
 		return db_fail(t);
-	bind_window(t, q);
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		struct thread th = { .rank = sqlite3_column_int(q, 0),
-				     .stream = sqlite3_column_int(q, 1),
-				     .ops = (size_t)sqlite3_column_int64(q, 2) };
-		if (!gantt_rank_chosen(t->o, th.rank))
-			continue;
-		t->nproc += t->nth == 0 || t->th[t->nth - 1].rank != th.rank;
-		t->th = xreallocarray(t->th, t->nth + 1, sizeof(*t->th));
-		t->th[t->nth++] = th;
-		t->events += th.ops + 1;
-	}
 	t->events += 2 * t->nproc;
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? GANTT_OK : db_fail(t);
+	return GANTT_OK;
 }
 
-int trace_new(sqlite3 *db, int64_t run, const struct gantt_opts *o, struct trace **out,
-	      char *err, size_t errlen)
+int trace_new(struct sim_store_read *db, int64_t run, const struct gantt_opts *o,
+	      struct trace **out, char *err, size_t errlen)
 {
 	struct trace *t = xcalloc(1, sizeof(*t));
 	*t = (struct trace){ .db = db, .run = run, .o = o, .err = err, .errlen = errlen };
@@ -153,11 +137,10 @@ static void json_us(FILE *f, int64_t t_ps)
 	fprintf(f, "%s%" PRIu64 ".%06" PRIu64, t_ps < 0 ? "-" : "", a / 1000000, a % 1000000);
 }
 
-/* A REAL column as a JSON number; NULL, NaN and infinities as null. */
-static void json_real(FILE *f, sqlite3_stmt *q, int col)
+/* A REAL column as a JSON number; NULL (NAN), NaN and infinities as null. */
+static void json_real(FILE *f, double v)
 {
-	double v = sqlite3_column_double(q, col);
-	if (sqlite3_column_type(q, col) == SQLITE_NULL || !isfinite(v))
+	if (!isfinite(v))
 		fputs("null", f);
 	else
 		fprintf(f, "%.17g", v);
@@ -167,18 +150,16 @@ static void json_real(FILE *f, sqlite3_stmt *q, int col)
 
 /* The metadata events of one rank: its process's name and place, from the
  * ranks table ("rank 3 (node 0, GPU 3)"; "rank 3" without a row). */
-static int write_process(struct trace *t, sqlite3_stmt *q, int rank, FILE *f)
+static int write_process(struct trace *t, int rank, FILE *f)
 {
-	sqlite3_reset(q);
-	sqlite3_bind_int(q, 2, rank);
-	int rc = sqlite3_step(q);
+	int found, node, gpu;
+	if (sim_store_read_rank_place(t->db, t->run, rank, &found, &node, &gpu) !=
+	    SIM_STORE_READ_OK)
+		return db_fail(t);
 	char name[96];
 	int n = snprintf(name, sizeof(name), "rank %d", rank);
-	if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-		snprintf(name + n, sizeof(name) - (size_t)n, " (node %d, GPU %d)",
-			 sqlite3_column_int(q, 0), sqlite3_column_int(q, 1));
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return db_fail(t);
+	if (found)
+		snprintf(name + n, sizeof(name) - (size_t)n, " (node %d, GPU %d)", node, gpu);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":"
 		"{\"name\":\"%s\"}},\n", rank, name);
 	fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":"
@@ -189,88 +170,72 @@ static int write_process(struct trace *t, sqlite3_stmt *q, int rank, FILE *f)
 /* Every process and thread name, before the ops. */
 static int write_metadata(struct trace *t, FILE *f)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(t->db, "SELECT node, local_gpu FROM ranks WHERE run_id = ?1 AND "
-			       "rank = ?2", -1, &q, NULL) != SQLITE_OK)
-		return db_fail(t);
-	sqlite3_bind_int64(q, 1, t->run);
 	int rc = GANTT_OK;
 	char buf[32];
 	for (size_t i = 0; i < t->nth && rc == GANTT_OK; i++) {
 		const struct thread *th = &t->th[i];
 		if (i == 0 || th[-1].rank != th->rank)
-			rc = write_process(t, q, th->rank, f);
+			rc = write_process(t, th->rank, f);
 		fprintf(f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":"
 			"{\"name\":\"%s\"}},\n", th->rank, th->stream,
 			trace_stream_name(th->stream, buf, sizeof(buf)));
 	}
-	sqlite3_finalize(q);
 	return rc;
 }
 
-/* One op as a complete event; the row is (rank, stream, kind, name,
- * start_ps, end_ps, bytes, flops). */
-static void write_op(sqlite3_stmt *q, FILE *f, int first)
+/* One op as a complete event. */
+static void write_op(const struct sim_store_op *op, FILE *f, int first)
 {
-	const char *kind = (const char *)sqlite3_column_text(q, 2);
-	int64_t s = sqlite3_column_int64(q, 4), e = sqlite3_column_int64(q, 5);
 	fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", first ? "" : ",\n",
-		sqlite3_column_int(q, 0), sqlite3_column_int(q, 1));
-	json_us(f, s);
+		op->rank, op->stream);
+	json_us(f, op->start_ps);
 	fputs(",\"dur\":", f);
-	json_us(f, e - s);
+	json_us(f, op->end_ps - op->start_ps);
 	fputs(",\"name\":", f);
-	cli_json_str(f, (const char *)sqlite3_column_text(q, 3));
+	cli_json_str(f, op->name);
 	fputs(",\"cat\":", f);
-	cli_json_str(f, kind);
+	cli_json_str(f, op->kind);
 	fputs(",\"args\":{\"bytes\":", f);
-	json_real(f, q, 6);
+	json_real(f, op->bytes);
 	fputs(",\"flops\":", f);
-	json_real(f, q, 7);
+	json_real(f, op->flops);
 	fputs(",\"kind\":", f);
-	cli_json_str(f, kind);
+	cli_json_str(f, op->kind);
 	fputs("}}", f);
 }
 
 /* Every op of the chosen ranks in the window, by rank and time. */
 static int write_ops(struct trace *t, FILE *f)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(t->db, "SELECT rank, stream, kind, name, start_ps, end_ps, bytes, "
-			       "flops FROM ops " OPS_WHERE "ORDER BY rank, start_ps, id", -1, &q,
-			       NULL) != SQLITE_OK)
+	struct sim_store_ops *q = sim_store_ops_open(t->db, &t->win, SIM_STORE_BY_RANK);
+	if (!q)
 		return db_fail(t);
-	bind_window(t, q);
+	struct sim_store_op op;
 	int rc, first = 1;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (!gantt_rank_chosen(t->o, sqlite3_column_int(q, 0)))
-			continue;
-		write_op(q, f, first);
+	while ((rc = sim_store_ops_next(q, &op)) == 1) {
+		write_op(&op, f, first);
 		first = 0;
 	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? GANTT_OK : db_fail(t);
+	sim_store_ops_close(q);
+	return rc == 0 ? GANTT_OK : db_fail(t);
 }
 
 /* otherData: where the trace comes from (the runs row) and its window. */
 static int write_other(struct trace *t, FILE *f)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(t->db, "SELECT command, fidelity, created_utc, version FROM runs "
-			       "WHERE id = ?1", -1, &q, NULL) != SQLITE_OK)
-		return db_fail(t);
-	sqlite3_bind_int64(q, 1, t->run);
-	int rc = sqlite3_step(q);
-	static const char *const keys[] = { "command", "fidelity", "created_utc", "version" };
+	struct sim_store_run_row row;
+	int rc = sim_store_read_run(t->db, t->run, &row);
+	const char *const keys[] = { "command", "fidelity", "created_utc", "version" };
+	const char *const vals[] = { row.command, row.fidelity, row.created_utc, row.version };
 	fprintf(f, "\"otherData\":{\"clustersim_run\":%lld,\"ranks\":%d", (long long)t->run,
 		t->w.nranks);
-	for (int i = 0; rc == SQLITE_ROW && i < (int)ARRAY_SIZE(keys); i++) {
+	for (int i = 0; rc == SIM_STORE_READ_OK && i < (int)ARRAY_SIZE(keys); i++) {
 		fprintf(f, ",\"%s\":", keys[i]);
-		cli_json_str(f, (const char *)sqlite3_column_text(q, i));
+		cli_json_str(f, vals[i]);
 	}
 	fprintf(f, ",\"from_ps\":%" PRId64 ",\"to_ps\":%" PRId64 "}", t->w.from_ps, t->w.to_ps);
-	sqlite3_finalize(q);
-	return rc == SQLITE_ROW ? GANTT_OK : db_fail(t);
+	sim_store_run_row_free(&row);
+	return rc == SIM_STORE_READ_OK ? GANTT_OK : db_fail(t);
 }
 
 int trace_write(struct trace *t, FILE *out, char *err, size_t errlen)

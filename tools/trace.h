@@ -8,16 +8,16 @@
  * in microseconds, its name, its kind as category, and args {bytes, flops,
  * kind}. Zero-length ops (markers) are left out.
  *
- * The caller owns the database connection (the run must be complete) and
- * the output stream. A struct trace holds the run's window and its
- * threads, never its ops: trace_write() streams them from the database.
+ * The caller owns the database reader (sim/store_read.h; the run must be
+ * complete) and the output stream. A struct trace holds the run's window
+ * and its threads, never its ops: trace_write() streams them from the
+ * database.
  * Results are those of svg.h (GANTT_OK, GANTT_BADINPUT, GANTT_FAIL), and
  * messages about the options name --ranks, --from and --to.
  */
 #ifndef TOOLS_TRACE_H
 #define TOOLS_TRACE_H
 
-#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,8 +35,8 @@ struct trace;
  * events (trace_events()). *out is a new trace (trace_free()), NULL on
  * error. GANTT_BADINPUT when no op of the chosen ranks lies in the window.
  */
-int trace_new(sqlite3 *db, int64_t run, const struct gantt_opts *o, struct trace **out,
-	      char *err, size_t errlen);
+int trace_new(struct sim_store_read *db, int64_t run, const struct gantt_opts *o,
+	      struct trace **out, char *err, size_t errlen);
 void trace_free(struct trace *t);
 
 /* Events the trace holds: metadata and ops. */
