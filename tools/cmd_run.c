@@ -377,9 +377,9 @@ static struct sim_store *store_begin(struct cli_args *a, const struct scn *s,
 		sim_store_close(st);
 		return NULL;
 	}
-	static const char *const names[PAR_MEM_NCATS] = {
-		"weights", "grads", "optimizer", "activations", "logits", "buffers",
-	};
+	const char *names[PAR_MEM_NCATS];  /* par_mem_name: static strings */
+	for (int c = 0; c < PAR_MEM_NCATS; c++)
+		names[c] = par_mem_name(c);
 	sim_store_mem_names(st, names, PAR_MEM_NCATS);
 	return st;
 }

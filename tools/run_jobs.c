@@ -137,9 +137,9 @@ static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record m
 	free(cfg);
 	if (id < 0)
 		return cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
-	static const char *const names[PAR_MEM_NCATS] = {
-		"weights", "grads", "optimizer", "activations", "logits", "buffers",
-	};
+	const char *names[PAR_MEM_NCATS];  /* par_mem_name: static strings */
+	for (int k = 0; k < PAR_MEM_NCATS; k++)
+		names[k] = par_mem_name(k);
 	sim_store_mem_names(c->st, names, PAR_MEM_NCATS);
 	if (mode == SCN_RECORD_ALL)
 		c->run.rec = &rec_ops;
