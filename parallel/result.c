@@ -16,13 +16,16 @@
 
 /* A scalar field: metrics name, JSON object, key (NULL: the name), unit,
  * format, sweep column, type, member, group, flags, help. */
-#define F(name, obj, key, unit, fmt, fig, type, member, group, flags, help)		\
-	{ name, obj, key, unit, fmt, fig, PAR_RESULT_##type, AT(member), 0, 0,		\
-	  PAR_RESULT_G_##group, flags, help }
-/* A list: its elements' metrics rows NAME.0, ..., their count in member n. */
-#define LIST(name, key, unit, type, member, n, max, group, flags, help)			\
-	{ name, NULL, key, unit, NULL, NULL, PAR_RESULT_##type, AT(member), AT(n), max,	\
-	  PAR_RESULT_G_##group, flags, help }
+#define F(n_, obj_, key_, unit_, fmt_, fig_, type_, member_, group_, flags_, help_)	\
+	{ .name = n_, .object = obj_, .key = key_, .unit = unit_, .fmt = fmt_,		\
+	  .figure = fig_, .type = PAR_RESULT_##type_, .offset = AT(member_),		\
+	  .group = PAR_RESULT_G_##group_, .flags = flags_, .help = help_ }
+/* A list: its elements' metrics rows NAME.0, ..., their count in member
+ * count_ (a field before it), at most max_. */
+#define LIST(n_, key_, unit_, type_, member_, count_, max_, group_, flags_, help_)	\
+	{ .name = n_, .key = key_, .unit = unit_, .type = PAR_RESULT_##type_,		\
+	  .offset = AT(member_), .count_offset = AT(count_), .max = max_,		\
+	  .group = PAR_RESULT_G_##group_, .flags = flags_, .help = help_ }
 
 enum { FITS = PAR_RESULT_FITS_ONLY, NULLS = PAR_RESULT_NULL_UNFIT, NOJ = PAR_RESULT_NO_JSON,
        NOM = PAR_RESULT_NO_METRIC };
