@@ -301,7 +301,7 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 		for (unsigned k = 0; k < sw->nvary; k++)
 			printf("%-14s ", vals[k]);
 		const struct result *r = &pts[i].r;
-		struct par_report fig;
+		struct par_report fig = { 0 };  /* the point's figures, by name */
 		par_result_from_figures(&fig, r->fig);
 		if (r->status == 0)
 			printf("%12.6f %8.4f %10.2f  ok\n", fig.step_time_s, fig.mfu,
