@@ -268,7 +268,7 @@ int sim_store_report_jobs(sqlite3 *db, int64_t run, struct sim_store_job_row *jo
 	if (!rows)
 		return -1;
 	sqlite3_stmt *q = rows->q;
-	int rc;
+	int rc = 0;  /* with max rows read, the rest are not */
 	for (*n = 0; *n < max && (rc = rows_step(rows, err, errlen)) == 1; (*n)++) {
 		struct sim_store_job_row *j = &job[*n];
 		uint32_t *u[] = { &j->first_node, &j->nodes, &j->first_rank, &j->gpus, &j->dp,
@@ -287,8 +287,6 @@ int sim_store_report_jobs(sqlite3 *db, int64_t run, struct sim_store_job_row *jo
 		job_steps(q, 23, &j->shared);
 		j->start_s = sqlite3_column_double(q, 30);
 	}
-	if (*n == max)
-		rc = 0;
 	sim_store_rows_free(rows);
 	return rc < 0 ? -1 : 0;
 }
