@@ -182,4 +182,67 @@ int64_t sim_store_last_complete(struct sim_store *st);
  * use sim/store_read.h). */
 struct sqlite3 *sim_store_db(struct sim_store *st);
 
+/*
+ * Reading one stored run back for `clustersim report` (sim/store_report.c),
+ * on a connection the caller opened (read-only). sim_store_report_read:
+ * its command, its metrics rows (with runs.events and runs.wall_s as the
+ * rows run.events and run.wall_s) and a lookup of its configuration
+ * (runs.config), in *rep (always set: the caller frees it, after reading
+ * the connection's error when it failed). 0, or on failure sqlite's
+ * message in err and SIM_STORE_REPORT_QUERY when a query cannot be
+ * prepared (the file lacks clustersim's tables), SIM_STORE_REPORT_READ
+ * when a row cannot be read, SIM_STORE_REPORT_CONFIG when runs.config is
+ * not JSON.
+ */
+struct sqlite3;
+struct sim_store_report;
+enum sim_store_report_fail {
+	SIM_STORE_REPORT_QUERY = 1,
+	SIM_STORE_REPORT_READ,
+	SIM_STORE_REPORT_CONFIG,
+};
+int sim_store_report_read(struct sqlite3 *db, int64_t run, struct sim_store_report **rep,
+			  char *err, size_t errlen);
+void sim_store_report_free(struct sim_store_report *rep);
+/* Close the caller's connection (NULL: nothing). */
+void sim_store_report_close_db(struct sqlite3 *db);
+/* runs.command, or NULL when not recorded. */
+const char *sim_store_report_command(const struct sim_store_report *rep);
+/* A metrics row by name (run.events, run.wall_s included); 0 when absent. */
+double sim_store_report_metric(const struct sim_store_report *rep, const char *name);
+/* Whether the run stored a metrics row at all (run.* do not count). */
+int sim_store_report_has_metrics(const struct sim_store_report *rep);
+/* A configuration value: a scenario key ("model.layers": the object is
+ * flat) or of the cluster ("cluster.gpu": nested). A number (true is 1; 0
+ * when absent), or a string in buf ("" when absent). */
+double sim_store_report_num(struct sim_store_report *rep, const char *key);
+const char *sim_store_report_str(struct sim_store_report *rep, const char *key, char *buf,
+				 size_t len);
+
+/*
+ * Rows of a stored run, read one at a time: its collective_results in the
+ * order written (op and ranks are not filled; algo lives until the next
+ * call), or its job_links busiest link first (by the sum of its bytes),
+ * then by link and job. NULL when the query cannot be prepared; next: 1 a
+ * row, 0 the end, -1 an error (sqlite's message in err).
+ */
+struct sim_store_rows;
+struct sim_store_rows *sim_store_report_coll_rows(struct sqlite3 *db, int64_t run, char *err,
+						  size_t errlen);
+int sim_store_report_coll_next(struct sim_store_rows *q, struct sim_store_coll_row *row,
+			       char *err, size_t errlen);
+struct sim_store_job_link_row {
+	const char *link;         /* NULL in a row without one             */
+	uint32_t job;
+	double bw_Bps, bytes;
+};
+struct sim_store_rows *sim_store_report_link_rows(struct sqlite3 *db, int64_t run, char *err,
+						  size_t errlen);
+int sim_store_report_link_next(struct sim_store_rows *q, struct sim_store_job_link_row *row,
+			       char *err, size_t errlen);
+void sim_store_rows_free(struct sim_store_rows *q);
+/* A stored run's jobs rows in order, at most max; 0, or -1 with err. */
+int sim_store_report_jobs(struct sqlite3 *db, int64_t run, struct sim_store_job_row *job,
+			  size_t max, size_t *n, char *err, size_t errlen);
+
 #endif

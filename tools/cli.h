@@ -274,4 +274,25 @@ int export_db_open(struct cli_args *a, struct sqlite3 **db);
 int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
 int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
 
+/*
+ * The text report of `run` (cmd_run.c), after its first line; `report`
+ * prints it again from a stored run's metrics (read back into a struct
+ * par_report, parallel/result.h) and configuration. The setting is what
+ * the lines name of the scenario.
+ */
+struct par_report;
+struct cli_run_setting {
+	const char *preset, *gpu, *cluster, *fidelity;  /* model.preset, cluster.gpu,
+							 * cluster.preset, sim.fidelity */
+	unsigned layers, hidden, tp, pp, cp, ep, micro_batch, seq, experts, top_k;
+	int symmetry_dp, offload;                       /* sim.symmetry dp, offload */
+	const char *jitter, *gpu_speed;                 /* distribution names       */
+	double jitter_cv, gpu_cv, straggler_slowdown;
+	unsigned stragglers;
+	unsigned long long seed;
+};
+void cli_run_text(const struct cli_run_setting *s, const struct par_report *r);
+/* Its variability line alone (also printed for a run of several jobs). */
+void cli_run_variability(const struct cli_run_setting *s, const struct par_report *r);
+
 #endif

@@ -18,6 +18,7 @@
 #include "parallel/compute.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
+#include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/store.h"
@@ -276,25 +277,16 @@ static int load(struct cli_args *a, struct scn_jobs *js)
 	return CLI_OK;
 }
 
-static void print_bytes(const char *label, double v)
+void cli_run_text(const struct cli_run_setting *s, const struct par_report *r)
 {
-	printf("%s %.2f GB", label, v / 1e9);
-}
-
-static void print_text(const struct scn *s, const struct par_report *r)
-{
-	const struct par_model *m = &s->model;
-	printf("clustersim run: %s\n", s->path);
-	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", m->preset,
-	       m->preset[0] ? ": " : "", r->params / 1e9, m->layers, m->hidden);
-	printf("  cluster     %u x %s (%s), %s fidelity%s\n", r->gpus, s->cluster.gpu,
-	       s->cluster.preset, sim_fidelity_name(s->sim.fidelity),
-	       s->sim.symmetry == 1 ? ", data-parallel replica 0 simulated for all "
+	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", s->preset,
+	       s->preset[0] ? ": " : "", r->params / 1e9, s->layers, s->hidden);
+	printf("  cluster     %u x %s (%s), %s fidelity%s\n", r->gpus, s->gpu, s->cluster,
+	       s->fidelity, s->symmetry_dp ? ", data-parallel replica 0 simulated for all "
 	       "(sim.symmetry dp)" : "");
 	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
-	       "tokens per replica\n", r->dp, r->strategy, s->parallel.tp, s->parallel.pp,
-	       s->parallel.cp, r->micro_batches, r->micro_batches == 1 ? "" : "es",
-	       s->training.micro_batch, s->training.seq);
+	       "tokens per replica\n", r->dp, r->strategy, s->tp, s->pp, s->cp, r->micro_batches,
+	       r->micro_batches == 1 ? "" : "es", s->micro_batch, s->seq);
 	const struct par_memory *mem = &r->memory;
 	/* The model states are what the rank holds from the start; the
 	 * breakdown is taken at the peak (with ZeRO-3 and FSDP gathered
@@ -302,18 +294,15 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB held "
 	       "from the start\n             at the peak: ", mem->peak / 1e9, mem->capacity / 1e9,
 	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
-	for (int c = 0; c < PAR_MEM_NCATS; c++) {
-		char label[32];
-		snprintf(label, sizeof(label), "%s%s", c ? ", " : "", par_mem_name(c));
-		print_bytes(label, mem->bytes[c]);
-	}
+	for (int c = 0; c < PAR_MEM_NCATS; c++)
+		printf("%s%s %.2f GB", c ? ", " : "", par_mem_name(c), mem->bytes[c] / 1e9);
 	printf("\n");
-	if (s->model.moe.experts)
+	if (s->experts)
 		printf("  experts     %u experts, top %u, EP %u: the busiest GPU routes %.3fx the even "
 		       "share (%.1f %% of tokens dropped over capacity), adding %.6f s per step\n",
-		       s->model.moe.experts, s->model.moe.top_k, s->parallel.ep, r->moe.imbalance,
-		       100 * r->moe.dropped, r->moe.imbalance_s);
-	if (s->parallel.offload.enabled)
+		       s->experts, s->top_k, s->ep, r->moe.imbalance, 100 * r->moe.dropped,
+		       r->moe.imbalance_s);
+	if (s->offload)
 		printf("  offload     %.2f GB of optimizer states on the CPU; PCIe copies and the CPU "
 		       "step take %.6f s per step\n", r->offload.saved_bytes / 1e9, r->offload.host_s);
 	if (!mem->fits)
@@ -322,11 +311,7 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	       r->tokens_per_s, r->mfu, r->hfu);
 	cli_print_steps(r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
 			r->step_max_s);
-	const struct par_variability *v = &s->variability;
-	cli_print_variability(par_dist_name(v->jitter), v->jitter_cv, par_dist_name(v->gpu),
-			      v->gpu_cv, v->stragglers, v->straggler_slowdown, r->stragglers,
-			      r->nstragglers,
-			      (unsigned long long)s->sim.seed);
+	cli_run_variability(s, r);
 	const struct par_goodput *g = &r->goodput;
 	cli_print_failures("  failures    ", g->job_mtbf_s, r->gpus, g->checkpoint_bytes,
 			   g->checkpoint_s, g->interval_s, g->young_s, g->goodput, g->failures,
@@ -334,102 +319,45 @@ static void print_text(const struct scn *s, const struct par_report *r)
 	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
-	if (s->parallel.pp > 1)
+	if (s->pp > 1)
 		printf("  pipeline    bubble %.4f of the pipeline phase (%.6f s, first forward to "
 		       "last backward of rank %u); memory peaks on stage %u\n",
 		       r->pipeline_s > 0 ? r->breakdown.bubble_s / r->pipeline_s : 0, r->pipeline_s,
 		       r->critical_rank, r->busiest_stage);
 }
 
-static void print_json(const struct par_report *r, double wall_s)
+void cli_run_variability(const struct cli_run_setting *s, const struct par_report *r)
 {
-	const struct par_memory *m = &r->memory;
-	printf("{");
-	if (m->fits)
-		printf("\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"mfu\":%.6g,\"hfu\":%.6g,"
-		       "\"steps\":%u,\"step_time_p50_s\":%.9g,\"step_time_p90_s\":%.9g,"
-		       "\"step_time_p99_s\":%.9g,\"step_time_min_s\":%.9g,\"step_time_max_s\":%.9g,",
-		       r->step_time_s, r->tokens_per_s, r->mfu, r->hfu, r->steps, r->step_p50_s,
-		       r->step_p90_s, r->step_p99_s, r->step_min_s, r->step_max_s);
-	else
-		printf("\"step_time_s\":null,\"tokens_per_s\":null,\"mfu\":null,\"hfu\":null,");
-	const struct par_goodput *g = &r->goodput;
-	printf("\"failures\":{\"job_mtbf_s\":%.9g,\"checkpoint_bytes\":%.17g,\"checkpoint_s\":%.9g,"
-	       "\"young_s\":%.9g,\"interval_s\":%.9g,\"goodput\":%.9g,\"interruptions\":%.9g,"
-	       "\"useful_s\":%.9g},", g->job_mtbf_s, g->checkpoint_bytes, g->checkpoint_s,
-	       g->young_s, g->interval_s, g->goodput, g->failures, g->useful_s);
-	printf("\"stragglers\":[");
-	for (uint32_t i = 0; i < r->nstragglers; i++)
-		printf("%s%u", i ? "," : "", r->stragglers[i]);
-	printf("],");
-	printf("\"memory\":{");
-	for (int c = 0; c < PAR_MEM_NCATS; c++)
-		printf("\"%s\":%.17g,", par_mem_name(c), m->bytes[c]);
-	printf("\"model_states\":%.17g,\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s},",
-	       m->model_states, m->peak, m->capacity, m->fits ? "true" : "false");
-	printf("\"strategy\":\"%s\",\"offload\":{\"saved_bytes\":%.17g,\"host_s\":%.9g},",
-	       r->strategy, r->offload.saved_bytes, r->offload.host_s);
-	printf("\"moe\":{\"imbalance\":%.9g,\"dropped\":%.9g,\"imbalance_s\":%.9g},",
-	       r->moe.imbalance, r->moe.dropped, r->moe.imbalance_s);
-	if (m->fits)
-		printf("\"breakdown\":{\"compute_s\":%.9g,\"exposed_comm_s\":%.9g,\"bubble_s\":%.9g,"
-		       "\"idle_s\":%.9g},\"pipeline_s\":%.9g,\"critical_rank\":%u,"
-		       "\"events\":%llu,", r->breakdown.compute_s, r->breakdown.exposed_comm_s,
-		       r->breakdown.bubble_s, r->breakdown.idle_s, r->pipeline_s,
-		       r->critical_rank, (unsigned long long)r->events);
-	printf("\"gpus\":%u,\"dp\":%u,\"micro_batches\":%u,\"params\":%.17g,"
-	       "\"flops_per_token\":%.17g,\"wall_s\":%.6f}\n", r->gpus, r->dp, r->micro_batches,
-	       r->params, r->flops_per_token, wall_s);
+	cli_print_variability(s->jitter, s->jitter_cv, s->gpu_speed, s->gpu_cv, s->stragglers,
+			      s->straggler_slowdown, r->stragglers, r->nstragglers, s->seed);
 }
 
-/* The report's figures as metrics rows. */
-static void store_metrics(struct sim_store *st, const struct par_report *r)
+/* What the text report names of the scenario. */
+static void setting_of(const struct scn *s, struct cli_run_setting *out)
 {
-	const struct { const char *name; double v; } m[] = {
-		{ "step_time_s", r->step_time_s }, { "tokens_per_s", r->tokens_per_s },
-		{ "mfu", r->mfu }, { "hfu", r->hfu }, { "gpus", r->gpus }, { "dp", r->dp },
-		{ "micro_batches", r->micro_batches }, { "params", r->params },
-		{ "flops_per_token", r->flops_per_token },
-		{ "compute_s", r->breakdown.compute_s },
-		{ "exposed_comm_s", r->breakdown.exposed_comm_s },
-		{ "bubble_s", r->breakdown.bubble_s }, { "idle_s", r->breakdown.idle_s },
-		{ "critical_rank", r->critical_rank }, { "memory.peak", r->memory.peak },
-		{ "pipeline_s", r->pipeline_s }, { "busiest_stage", r->busiest_stage },
-		{ "memory.capacity", r->memory.capacity }, { "memory.fits", r->memory.fits },
-		{ "memory.model_states", r->memory.model_states },
-		{ "offload.saved_bytes", r->offload.saved_bytes },
-		{ "moe.imbalance", r->moe.imbalance }, { "moe.dropped", r->moe.dropped },
-		{ "moe.imbalance_s", r->moe.imbalance_s },
-		{ "offload.host_s", r->offload.host_s },
-		{ "steps", r->steps }, { "step_time_p50_s", r->step_p50_s },
-		{ "step_time_p90_s", r->step_p90_s }, { "step_time_p99_s", r->step_p99_s },
-		{ "step_time_min_s", r->step_min_s }, { "step_time_max_s", r->step_max_s },
-		{ "stragglers.n", r->nstragglers },
+	const struct par_model *m = &s->model;
+	const struct par_variability *v = &s->variability;
+	*out = (struct cli_run_setting){
+		.preset = m->preset, .layers = m->layers, .hidden = m->hidden,
+		.gpu = s->cluster.gpu, .cluster = s->cluster.preset,
+		.fidelity = sim_fidelity_name(s->sim.fidelity), .symmetry_dp = s->sim.symmetry == 1,
+		.tp = s->parallel.tp, .pp = s->parallel.pp, .cp = s->parallel.cp,
+		.ep = s->parallel.ep, .micro_batch = s->training.micro_batch, .seq = s->training.seq,
+		.experts = m->moe.experts, .top_k = m->moe.top_k,
+		.offload = s->parallel.offload.enabled,
+		.jitter = par_dist_name(v->jitter), .jitter_cv = v->jitter_cv,
+		.gpu_speed = par_dist_name(v->gpu), .gpu_cv = v->gpu_cv,
+		.stragglers = v->stragglers, .straggler_slowdown = v->straggler_slowdown,
+		.seed = (unsigned long long)s->sim.seed,
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
-		sim_store_metric(st, m[i].name, m[i].v);
-	double g[CLI_GOODPUT_N];
-	cli_goodput_values(&r->goodput, g);
-	for (size_t k = 0; k < CLI_GOODPUT_N; k++) {
-		char name[48];
-		snprintf(name, sizeof(name), "failures.%s", cli_goodput_keys[k]);
-		sim_store_metric(st, name, g[k]);
-	}
-	for (int c = 0; c < PAR_MEM_NCATS; c++) {
-		char name[48];
-		snprintf(name, sizeof(name), "memory.%s", par_mem_name(c));
-		sim_store_metric(st, name, r->memory.bytes[c]);
-	}
-	for (uint32_t i = 0; i < r->nstragglers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "straggler.%u", i);
-		sim_store_metric(st, name, r->stragglers[i]);
-	}
-	for (uint32_t i = 0; r->step_times && i < r->steps; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "step.%u", i);
-		sim_store_metric(st, name, r->step_times[i]);
-	}
+}
+
+/* sim_store_metric as par_result_metrics' put: a row that cannot be
+ * written does not stop the others. */
+static int put_metric(void *ctx, const char *name, double v)
+{
+	sim_store_metric(ctx, name, v);
+	return 0;
 }
 
 /* Open the database and start the run; NULL (message printed, the exit
@@ -449,9 +377,9 @@ static struct sim_store *store_begin(struct cli_args *a, const struct scn *s,
 		sim_store_close(st);
 		return NULL;
 	}
-	static const char *const names[PAR_MEM_NCATS] = {
-		"weights", "grads", "optimizer", "activations", "logits", "buffers",
-	};
+	const char *names[PAR_MEM_NCATS];  /* par_mem_name: static strings */
+	for (int c = 0; c < PAR_MEM_NCATS; c++)
+		names[c] = par_mem_name(c);
 	sim_store_mem_names(st, names, PAR_MEM_NCATS);
 	return st;
 }
@@ -532,15 +460,19 @@ static int run_run(struct cli_args *a)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	if (!rc && st) {
-		store_metrics(st, &r);
+		par_result_metrics(&r, "", PAR_RESULT_G_ALL, put_metric, st);
 		if (sim_store_run_end(st, r.sim_end_ps, r.events, wall) < 0)
 			rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
 	}
 	if (!rc) {
-		if (cli_has(a, "json"))
-			print_json(&r, wall);
-		else
-			print_text(&s, &r);
+		if (cli_has(a, "json")) {
+			par_result_json(stdout, &r, wall);
+		} else {
+			struct cli_run_setting set;
+			setting_of(&s, &set);
+			printf("clustersim run: %s\n", s.path);
+			cli_run_text(&set, &r);
+		}
 		if (!r.memory.fits) {
 			fprintf(stderr, "clustersim run: %s: out of memory: the busiest GPU needs "
 				"%.2f GB, it has %.2f GB\n", s.path, r.memory.peak / 1e9,

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "parallel/compute.h"
+#include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/outfile.h"
@@ -73,8 +74,13 @@ struct result {
 	uint32_t point;
 	int status;                   /* 0 ok, 1 no_fit, 2 invalid, 3 failed */
 	char reason[SCN_ERRLEN];
-	double fig[SIM_STORE_POINT_FIGURES];
+	double fig[PAR_RESULT_FIGURES];  /* the sweep_points figures
+					 * (parallel/result.h), NAN: none */
 };
+
+/* The figures of a point are the columns of sweep_points. */
+_Static_assert(PAR_RESULT_FIGURES == SIM_STORE_POINT_FIGURES,
+	       "parallel/result.c's sweep figures are sim/store.c's sweep_points columns");
 
 static const char *const status_names[] = { "ok", "no_fit", "invalid", "failed" };
 
@@ -194,14 +200,7 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 	par_compute_model_free(cm);
 	if (r->status == 2 || r->status == 3)
 		return;
-	const double f[SIM_STORE_POINT_FIGURES] = {
-		r->status ? NAN : rep.step_time_s, r->status ? NAN : rep.tokens_per_s,
-		r->status ? NAN : rep.mfu, r->status ? NAN : rep.hfu, rep.memory.peak,
-		rep.memory.capacity, rep.memory.fits, r->status ? NAN : rep.breakdown.compute_s,
-		r->status ? NAN : rep.breakdown.exposed_comm_s, r->status ? NAN : rep.breakdown.bubble_s,
-		r->status ? NAN : rep.breakdown.idle_s, rep.gpus, rep.dp, rep.micro_batches,
-	};
-	memcpy(r->fig, f, sizeof(f));
+	par_result_figures(&rep, r->fig);  /* no_fit: what needs a fit is NAN */
 }
 
 /* Run one point: every --set, then the point's values (no limit on their
@@ -214,7 +213,7 @@ static void run_point(const char *path, const struct sweep *sw, uint32_t point, 
 	size_t n = 0;
 	memset(r, 0, sizeof(*r));
 	r->point = point;
-	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+	for (int i = 0; i < PAR_RESULT_FIGURES; i++)
 		r->fig[i] = NAN;
 	point_values(sw, point, vals);
 	for (size_t i = 0; i < sw->nbase; i++)
@@ -262,7 +261,7 @@ static void lost_point(void *ctx, const void *task, void *buf, const char *why)
 	r->point = *(const uint32_t *)task;
 	r->status = 3;
 	set_reason(r, why);
-	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
+	for (int i = 0; i < PAR_RESULT_FIGURES; i++)
 		r->fig[i] = NAN;
 }
 
@@ -302,18 +301,16 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 		for (unsigned k = 0; k < sw->nvary; k++)
 			printf("%-14s ", vals[k]);
 		const struct result *r = &pts[i].r;
+		struct par_report fig = { 0 };  /* the point's figures, by name */
+		par_result_from_figures(&fig, r->fig);
 		if (r->status == 0)
-			printf("%12.6f %8.4f %10.2f  ok\n", r->fig[0], r->fig[2], r->fig[4] / 1e9);
+			printf("%12.6f %8.4f %10.2f  ok\n", fig.step_time_s, fig.mfu,
+			       fig.memory.peak / 1e9);
 		else
-			printf("%12s %8s %10s  %s: %s\n", "-", "-", isnan(r->fig[4]) ? "-" : "",
+			printf("%12s %8s %10s  %s: %s\n", "-", "-", isnan(fig.memory.peak) ? "-" : "",
 			       status_names[r->status], r->reason);
 	}
 }
-
-static const char *const fig_names[SIM_STORE_POINT_FIGURES] = {
-	"step_time_s", "tokens_per_s", "mfu", "hfu", "peak_bytes", "capacity_bytes", "fits",
-	"compute_s", "exposed_comm_s", "bubble_s", "idle_s", "gpus", "dp", "micro_batches",
-};
 
 static void print_json(const struct sweep *sw, const struct point_out *pts, int64_t id,
 		       double wall)
@@ -337,9 +334,9 @@ static void print_json(const struct sweep *sw, const struct point_out *pts, int6
 			printf(",\"reason\":");
 			cli_json_str(stdout, pts[i].r.reason);
 		}
-		for (int f = 0; f < SIM_STORE_POINT_FIGURES; f++)
+		for (unsigned f = 0; f < PAR_RESULT_FIGURES; f++)
 			if (!isnan(pts[i].r.fig[f]))
-				printf(",\"%s\":%.9g", fig_names[f], pts[i].r.fig[f]);
+				printf(",\"%s\":%.9g", par_result_figure_name(f), pts[i].r.fig[f]);
 		printf("}");
 		first = 0;
 	}
@@ -357,8 +354,8 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 		cli_csv_field(f, sw->vary[k].key, k == 0);
 	cli_csv_field(f, "status", 0);
 	cli_csv_field(f, "reason", 0);
-	for (int i = 0; i < SIM_STORE_POINT_FIGURES; i++)
-		cli_csv_field(f, fig_names[i], 0);
+	for (unsigned i = 0; i < PAR_RESULT_FIGURES; i++)
+		cli_csv_field(f, par_result_figure_name(i), 0);
 	fputc('\n', f);
 	for (uint32_t i = 0; i < sw->npoints; i++) {
 		const char *vals[MAX_VARY];
@@ -369,7 +366,7 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 			cli_csv_field(f, vals[k], k == 0);
 		cli_csv_field(f, status_names[pts[i].r.status], 0);
 		cli_csv_field(f, pts[i].r.status ? pts[i].r.reason : "", 0);
-		for (int k = 0; k < SIM_STORE_POINT_FIGURES; k++) {
+		for (int k = 0; k < PAR_RESULT_FIGURES; k++) {
 			char v[40] = "";
 			if (!isnan(pts[i].r.fig[k]))
 				snprintf(v, sizeof(v), "%.9g", pts[i].r.fig[k]);

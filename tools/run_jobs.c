@@ -21,6 +21,7 @@
 #include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/layout.h"
+#include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/store.h"
@@ -136,9 +137,9 @@ static int store_begin(struct cli_args *a, struct jobs_cli *c, enum scn_record m
 	free(cfg);
 	if (id < 0)
 		return cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(c->st));
-	static const char *const names[PAR_MEM_NCATS] = {
-		"weights", "grads", "optimizer", "activations", "logits", "buffers",
-	};
+	const char *names[PAR_MEM_NCATS];  /* par_mem_name: static strings */
+	for (int k = 0; k < PAR_MEM_NCATS; k++)
+		names[k] = par_mem_name(k);
 	sim_store_mem_names(c->st, names, PAR_MEM_NCATS);
 	if (mode == SCN_RECORD_ALL)
 		c->run.rec = &rec_ops;
@@ -190,6 +191,12 @@ static void rows_of(struct jobs_cli *c)
 	}
 }
 
+/* sim_store_metric as par_result_metrics' put. */
+static int put_metric(void *ctx, const char *name, double v)
+{
+	return sim_store_metric(ctx, name, v) < 0 ? -1 : 0;
+}
+
 /* The jobs and job_links rows and the metrics; 0 or -1. */
 static int store_results(struct jobs_cli *c)
 {
@@ -198,14 +205,12 @@ static int store_results(struct jobs_cli *c)
 		if (sim_store_job(c->st, &c->row[i]) < 0)
 			return -1;
 		for (int alone = 0; alone < 2; alone++) {
-			const struct par_report *p = alone ? &r->alone[i] : &r->shared[i];
-			for (uint32_t k = 0; p->step_times && k < p->steps; k++) {
-				char name[112];
-				snprintf(name, sizeof(name), "job.%s.%sstep.%u", c->row[i].name,
-					 alone ? "alone." : "", k);
-				if (sim_store_metric(c->st, name, p->step_times[k]) < 0)
-					return -1;
-			}
+			char prefix[96];
+			snprintf(prefix, sizeof(prefix), "job.%s.%s", c->row[i].name,
+				 alone ? "alone." : "");
+			if (par_result_metrics(alone ? &r->alone[i] : &r->shared[i], prefix,
+					       PAR_RESULT_G_STEP_TIMES, put_metric, c->st))
+				return -1;
 		}
 	}
 	for (size_t l = 0; l < r->nlinks; l++)
@@ -214,26 +219,21 @@ static int store_results(struct jobs_cli *c)
 			    sim_store_job_link(c->st, r->links[l].name, (uint32_t)i, r->links[l].bw_Bps,
 					       r->links[l].bytes[i]) < 0)
 				return -1;
-	for (uint32_t i = 0; i < r->nstragglers; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "straggler.%u", i);
-		if (sim_store_metric(c->st, name, r->stragglers[i]) < 0)
-			return -1;
-	}
+	/* The stragglers of the run together, as a run's. */
+	struct par_report together = { .nstragglers = r->nstragglers };
+	memcpy(together.stragglers, r->stragglers, sizeof(together.stragglers));
+	if (par_result_metrics(&together, "", PAR_RESULT_G_STRAGGLERS, put_metric, c->st))
+		return -1;
 	for (size_t i = 0; i < c->run.n && c->goodput[i].job_mtbf_s > 0; i++) {
-		double v[CLI_GOODPUT_N];
-		cli_goodput_values(&c->goodput[i], v);
-		for (size_t k = 0; k < CLI_GOODPUT_N; k++) {
-			char name[112];
-			snprintf(name, sizeof(name), "job.%s.failures.%s", c->row[i].name,
-				 cli_goodput_keys[k]);
-			if (sim_store_metric(c->st, name, v[k]) < 0)
-				return -1;
-		}
+		char prefix[96];
+		snprintf(prefix, sizeof(prefix), "job.%s.", c->row[i].name);
+		if (par_result_metrics(&r->alone[i], prefix, PAR_RESULT_G_FAILURES, put_metric,
+				       c->st))
+			return -1;
 	}
 	const struct { const char *name; double v; } m[] = {
 		{ "jobs", (double)c->run.n }, { "jobs.shared_links", (double)r->nlinks },
-		{ "steps", c->run.steps }, { "stragglers.n", r->nstragglers },
+		{ "steps", c->run.steps },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		if (sim_store_metric(c->st, m[i].name, m[i].v) < 0)
@@ -321,11 +321,9 @@ void cli_jobs_json(const struct cli_jobs_view *v)
 		       j->strategy, j->params, j->peak_bytes, j->capacity_bytes,
 		       j->fits ? "true" : "false");
 		if (v->goodput[i].job_mtbf_s > 0) {
-			double g[CLI_GOODPUT_N];
-			cli_goodput_values(&v->goodput[i], g);
+			const struct par_report g = { .goodput = v->goodput[i] };
 			printf(",\"failures\":{");
-			for (size_t k = 0; k < CLI_GOODPUT_N; k++)
-				printf("%s\"%s\":%.17g", k ? "," : "", cli_goodput_keys[k], g[k]);
+			par_result_json_fields(stdout, &g, PAR_RESULT_G_FAILURES, "%.17g");
 			printf("}");
 		}
 		if (j->fits) {
