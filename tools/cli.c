@@ -20,7 +20,7 @@
 #include "sim/outfile.h"
 #include "sim/store.h"
 #include "sim/util.h"
-#include "tools/mpi_pool.h"
+#include "sim/mpi_pool.h"
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_run,

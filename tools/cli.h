@@ -59,7 +59,7 @@ struct cli_cmd {
 	const struct cli_opt *opts;   /* terminated by { 0 }               */
 	int (*run)(struct cli_args *a);
 	int mpi;                      /* shares its work over mpirun's ranks
-				       * (tools/mpi_pool.h)                 */
+				       * (sim/mpi_pool.h)                 */
 	int pos_words;                /* positional arguments before the files
 				       * it reads (calibrate's nccl or gemm);
 				       * the others are all files it reads  */

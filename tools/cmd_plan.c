@@ -5,7 +5,7 @@
  * (parallel/plan.c), simulate the best in analytic fidelity and the top K in
  * flow fidelity, and report the ranking with where estimator and simulation
  * disagreed, and why the winner wins. The simulations run on the worker pool
- * (tools/pool.h), so one that aborts is named as failed and the rest go on;
+ * (sim/pool.h), so one that aborts is named as failed and the rest go on;
  * a plan with a failed simulation still prints its ranking, and exits 1.
  */
 #include "tools/cli.h"
@@ -20,8 +20,8 @@
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/util.h"
-#include "tools/mpi_pool.h"
-#include "tools/pool.h"
+#include "sim/mpi_pool.h"
+#include "sim/pool.h"
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
