@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives/coll.h"
 #include "parallel/goodput.h"
-#include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/outfile.h"
 #include "sim/store.h"
@@ -539,20 +537,6 @@ const struct cli_cmd cli_cmd_version = {
 	.opts = no_opts,
 	.run = version_run,
 };
-
-void cli_train_of(struct par_train *t, const struct scn *s, const struct par_compute_model *cm)
-{
-	*t = (struct par_train){
-		.model = &s->model, .training = &s->training, .layout = &s->parallel,
-		.compute = cm, .cluster = &s->cluster, .steps = s->sim.steps, .seed = s->sim.seed,
-		.var = &s->variability, .failures = &s->failures,
-	};
-	sim_config_init(&t->sim);
-	t->sim.fidelity = s->sim.fidelity;
-	t->sim.chunk_bytes = s->sim.chunk_bytes;
-	t->symmetry_dp = s->sim.symmetry == 1;
-	t->sim.algos = coll_algos;
-}
 
 void cli_print_steps(unsigned steps, double p50, double p90, double p99, double min,
 		     double max)

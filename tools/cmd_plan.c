@@ -19,6 +19,7 @@
 #include "parallel/plan.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/util.h"
 #include "sim/mpi_pool.h"
 #include "sim/pool.h"
@@ -98,7 +99,7 @@ static enum sim_end simulate(const struct scn *base, const struct par_compute_mo
 		return SIM_REFUSED;
 	}
 	struct par_train t;
-	cli_train_of(&t, &s, cm);
+	scn_train_of(&t, &s, cm);
 	t.steps = 1, t.sim.fidelity = f;
 	/* A layout that does not fit is not simulated (nor are its checks of
 	 * what only the simulation builds made: par_train_plan). */

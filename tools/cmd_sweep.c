@@ -28,6 +28,7 @@
 #include "parallel/compute.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/outfile.h"
 #include "sim/store.h"
 #include "sim/mpi_pool.h"
@@ -177,7 +178,7 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 		return;
 	}
 	struct par_train t;
-	cli_train_of(&t, &s, cm);
+	scn_train_of(&t, &s, cm);
 	struct par_report rep;
 	int rc;
 	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {

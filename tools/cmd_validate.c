@@ -25,6 +25,7 @@
 #include "parallel/model.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/outfile.h"
 #include "sim/sheet.h"
 #include "sim/util.h"
@@ -324,7 +325,7 @@ static int run_case(struct cli_args *a, struct validation *v, struct vcase *c)
 		return cli_error(a, CLI_BADINPUT, "case %s: %s: compute: %s", c->id, s.path, err);
 	struct par_train t;
 	struct par_report r;
-	cli_train_of(&t, &s, cm);
+	scn_train_of(&t, &s, cm);
 	if (par_train_plan(&t, &r, err, sizeof(err)) < 0) {
 		rc = cli_error(a, CLI_BADINPUT, "case %s: %s: %s", c->id, s.path, err);
 	} else if (c->metric == M_MODEL_STATES) {
