@@ -55,10 +55,12 @@ int coll_bench_sweep(struct coll_bench *b, const struct coll_bench_config *cfg,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int s = 0; s < n; s++) {
 		struct coll_bench_row *row = &rows[s];
-		int rc = coll_bench_run(b, sizes[s], &row->r, err, errlen);
+		char e[512];
+		int rc = coll_bench_run(b, sizes[s], &row->r, e, sizeof(e));
 		if (rc < 0) {
+			snprintf(err, errlen, "%s", e);
 			if (st)
-				sim_store_run_fail(st, err);
+				sim_store_run_fail(st, e);
 			return rc;
 		}
 		row->algo = row->r.algo->name;

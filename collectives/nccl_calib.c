@@ -38,11 +38,12 @@ int nccl_calib_read(struct nccl_calib *c, const char *const *paths, int n,
 		    const struct nccl_calib_opts *o, char *err, size_t errlen)
 {
 	BUG_ON(n > NCCL_CALIB_MAX_LOGS);
+	char e[512];
 	c->inplace = o->inplace;
 	for (int i = 0; i < n; i++) {
 		struct nccl_log *log = &c->logs[c->nlogs];
-		if (nccl_log_read(log, paths[i], err, errlen) < 0)
-			return -1;
+		if (nccl_log_read(log, paths[i], e, sizeof(e)) < 0)
+			return fail(err, errlen, "%s", e);
 		c->nlogs++;
 		if (o->op != NCCL_OP_NONE)
 			log->op = o->op;

@@ -64,7 +64,7 @@ static int read_logs(struct cli_args *a, struct nccl_calib *c)
 {
 	struct nccl_calib_opts o = { .op = NCCL_OP_NONE, .inplace = cli_has(a, "inplace") };
 	long long ranks = 0, nodes = 0;
-	char err[1024];
+	char err[8192];
 
 	if (cli_has(a, "op") && (o.op = nccl_op_from_name(cli_str(a, "op", ""))) == NCCL_OP_NONE)
 		return cli_error(a, CLI_BADINPUT, "option --op: unknown collective '%s': expected "
@@ -89,7 +89,7 @@ static int read_logs(struct cli_args *a, struct nccl_calib *c)
 static int fit_scopes(struct cli_args *a, struct nccl_calib *c)
 {
 	double lo = 0, hi = 0;
-	char err[1024];
+	char err[8192];
 	if (cli_units(a, "fit-min", &lo) < 0 || cli_units(a, "fit-max", &hi) < 0)
 		return CLI_BADINPUT;
 	if (nccl_calib_fit(c, lo, cli_has(a, "fit-min"), hi, cli_has(a, "fit-max"), err,
@@ -103,7 +103,7 @@ static int write_preset(struct cli_args *a, const struct nccl_calib *c, char *ca
 {
 	const char *path = cli_str(a, "output", NULL), *base = cli_str(a, "base", NULL);
 	struct topo_config t;
-	char err[1024];
+	char err[8192];
 	if (!base)
 		return cli_error(a, CLI_BADINPUT, "option -o/--output needs --base PRESET: the "
 				 "cluster the logs were measured on (its GPU, nodes and NICs)");

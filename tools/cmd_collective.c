@@ -205,7 +205,7 @@ static int check_job(struct cli_args *a, struct coll_job *job, struct coll_bench
 static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
 		    struct coll_bench *b, struct sim_store *st, struct coll_bench_row *rows)
 {
-	char err[512];
+	char err[8192];
 	struct coll_bench_config cfg = job->bench;
 	cfg.algo = job->algos[i];
 	int rc = coll_bench_sweep(b, &cfg, job->sizes, job->nsizes, st, a->line, rows, err,

@@ -74,7 +74,7 @@ static int validate_run(struct cli_args *a)
 	char *dir = cli_has(a, "dir") ? xstrdup(cli_str(a, "dir", ""))
 				      : xasprintf("%s/validation", scn_datadir());
 	struct validation v = { 0 };
-	char err[2048];
+	char err[8192];
 	int rc = CLI_OK;
 	static const char *const tables[] = { "cases.csv", "collectives.csv" };
 	for (size_t i = 0; rc == CLI_OK && cli_has(a, "output") && i < ARRAY_SIZE(tables); i++) {
