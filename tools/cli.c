@@ -12,14 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives/coll.h"
 #include "parallel/goodput.h"
-#include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "sim/outfile.h"
 #include "sim/store.h"
 #include "sim/util.h"
-#include "tools/mpi_pool.h"
+#include "sim/mpi_pool.h"
 
 const struct cli_cmd *const cli_cmds[] = {
 	&cli_cmd_run,
@@ -528,20 +526,6 @@ const struct cli_cmd cli_cmd_version = {
 	.opts = no_opts,
 	.run = version_run,
 };
-
-void cli_train_of(struct par_train *t, const struct scn *s, const struct par_compute_model *cm)
-{
-	*t = (struct par_train){
-		.model = &s->model, .training = &s->training, .layout = &s->parallel,
-		.compute = cm, .cluster = &s->cluster, .steps = s->sim.steps, .seed = s->sim.seed,
-		.var = &s->variability, .failures = &s->failures,
-	};
-	sim_config_init(&t->sim);
-	t->sim.fidelity = s->sim.fidelity;
-	t->sim.chunk_bytes = s->sim.chunk_bytes;
-	t->symmetry_dp = s->sim.symmetry == 1;
-	t->sim.algos = coll_algos;
-}
 
 void cli_print_steps(unsigned steps, double p50, double p90, double p99, double min,
 		     double max)

@@ -59,7 +59,7 @@ struct cli_cmd {
 	const struct cli_opt *opts;   /* terminated by { 0 }               */
 	int (*run)(struct cli_args *a);
 	int mpi;                      /* shares its work over mpirun's ranks
-				       * (tools/mpi_pool.h)                 */
+				       * (sim/mpi_pool.h)                 */
 	int pos_words;                /* positional arguments before the files
 				       * it reads (calibrate's nccl or gemm);
 				       * the others are all files it reads  */
@@ -199,18 +199,6 @@ void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
 
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
-
-/*
- * The training step of a loaded scenario, as run, sweep and plan simulate
- * it: its model, training, layout and cluster, sim.steps steps, sim.seed,
- * sim.fidelity, sim.chunk_bytes and every collective algorithm. The
- * scenario and the compute model must outlive *t.
- */
-struct scn;
-struct par_train;
-struct par_compute_model;
-void cli_train_of(struct par_train *t, const struct scn *s,
-		  const struct par_compute_model *cm);
 
 /* `run` of a scenario with a jobs list (run_jobs.c): simulate, store (--db)
  * and print as run does; the exit code. */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "collectives/bench.h"
+#include "collectives/bench_sweep.h"
 #include "collectives/coll.h"
 #include "scenarios/scenario.h"
 #include "sim/outfile.h"
@@ -59,13 +60,6 @@ struct coll_job {
 	int nalgos;
 	double sizes[MAX_SIZES];
 	int nsizes;
-};
-
-struct coll_row {
-	const char *algo;
-	unsigned channels;
-	double bytes;
-	struct coll_bench_result r;
 };
 
 static int parse_algos(struct cli_args *a, struct coll_job *job)
@@ -208,84 +202,23 @@ static int check_job(struct cli_args *a, struct coll_job *job, struct coll_bench
 	return CLI_OK;
 }
 
-static char *config_json(const struct coll_job *job, int algo)
-{
-	char cluster[4096];
-	topo_config_json(&job->bench.cluster, cluster, sizeof(cluster));
-	const struct sim_coll_algo *al = job->algos[algo];
-	return xasprintf("{\"command\":\"collective\",\"op\":\"%s\",\"algo\":\"%s\","
-			 "\"channels\":%u,\"root\":%u,\"ranks\":%u,\"fidelity\":\"%s\","
-			 "\"chunk_bytes\":%.17g,\"cluster\":%s}",
-			 sim_coll_op_name(job->bench.op), al ? al->name : "auto",
-			 job->bench.channels, job->bench.root, job->bench.nranks,
-			 sim_fidelity_name(job->bench.fidelity), job->bench.chunk_bytes, cluster);
-}
-
-/* Run one algorithm's sizes, recording into st when given. */
-/* Every rank's ranks row, after the sizes have run (no parallel layout). */
-static int store_ranks(struct sim_store *st, struct sim *sim, struct topo *topo)
-{
-	for (uint32_t r = 0; r < sim_nranks(sim); r++) {
-		struct sim_store_rank_summary sum;
-		sim_store_rank_summary_of(sim, r, sim_now(sim), &sum);
-		if (sim_store_rank(st, r, topo_node_of(topo, r), topo_local_of(topo, r), NULL,
-				   &sum) < 0)
-			return -1;
-	}
-	return 0;
-}
-
 static int run_algo(struct cli_args *a, const struct coll_job *job, int i,
-		    struct coll_bench *b, struct sim_store *st, struct coll_row *rows)
+		    struct coll_bench *b, struct sim_store *st, struct coll_bench_row *rows)
 {
-	char err[512];
-	struct sim *sim = coll_bench_sim(b);
-	if (st) {
-		char *cfg = config_json(job, i);
-		int64_t id = sim_store_run_begin(st, a->line, cfg,
-						 sim_fidelity_name(job->bench.fidelity),
-						 job->bench.nranks);
-		free(cfg);
-		if (id < 0)
-			return cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
-		sim_set_recorder(sim, &sim_store_recorder, st);
-	}
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int s = 0; s < job->nsizes; s++) {
-		struct coll_row *row = &rows[s];
-		int rc = coll_bench_run(b, job->sizes[s], &row->r, err, sizeof(err));
-		if (rc < 0) {
-			if (st)
-				sim_store_run_fail(st, err);
-			/* Past the simulated clock the input is the cause. */
-			return cli_error(a, rc == COLL_BENCH_CLOCK ? CLI_BADINPUT : CLI_FAIL, "%s", err);
-		}
-		row->algo = row->r.algo->name;
-		row->channels = row->r.channels;
-		row->bytes = job->sizes[s];
-		struct sim_store_coll_row cr = {
-			.op = sim_coll_op_name(job->bench.op), .algo = row->algo,
-			.ranks = job->bench.nranks, .channels = row->channels, .bytes = row->bytes,
-			.time_s = row->r.time_s, .algbw_GBps = row->r.algbw_Bps / 1e9,
-			.busbw_GBps = row->r.busbw_Bps / 1e9,
-		};
-		if (st)
-			sim_store_coll_result(st, &cr);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	if (st && (store_ranks(st, sim, coll_bench_topo(b)) < 0 ||
-		   sim_store_links(st, sim, topo_sim_ops(), coll_bench_topo(b)) < 0 ||
-		   sim_store_run_end(st, sim_now(sim), sim_events(sim), wall) < 0)) {
-		cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));
-		sim_store_run_fail(st, sim_store_error(st));
-		return CLI_FAIL;
-	}
+	char err[8192];
+	struct coll_bench_config cfg = job->bench;
+	cfg.algo = job->algos[i];
+	int rc = coll_bench_sweep(b, &cfg, job->sizes, job->nsizes, st, a->line, rows, err,
+				  sizeof(err));
+	if (rc == COLL_SWEEP_STORE)
+		return cli_error(a, CLI_FAIL, "--db: %s", err);
+	/* Past the simulated clock the input is the cause. */
+	if (rc < 0)
+		return cli_error(a, rc == COLL_BENCH_CLOCK ? CLI_BADINPUT : CLI_FAIL, "%s", err);
 	return CLI_OK;
 }
 
-static void print_table(const struct coll_job *job, const struct coll_row *rows, int n)
+static void print_table(const struct coll_job *job, const struct coll_bench_row *rows, int n)
 {
 	const struct topo_config *c = &job->bench.cluster;
 	printf("# clustersim collective: %s on %u ranks of %s", sim_coll_op_name(job->bench.op),
@@ -302,7 +235,7 @@ static void print_table(const struct coll_job *job, const struct coll_row *rows,
 		       rows[i].r.busbw_Bps / 1e9);
 }
 
-static void print_json(const struct coll_job *job, const struct coll_row *rows, int n,
+static void print_json(const struct coll_job *job, const struct coll_bench_row *rows, int n,
 		       double wall_s)
 {
 	printf("{\"op\":\"%s\",\"cluster\":\"%s\",\"ranks\":%u,\"fidelity\":\"%s\",\"rows\":[",
@@ -318,7 +251,7 @@ static void print_json(const struct coll_job *job, const struct coll_row *rows, 
 
 /* Write the rows to --csv, opened before the runs, and put it in place. */
 static int write_csv(struct cli_args *a, struct sim_out *o, const struct coll_job *job,
-		     const struct coll_row *rows, int n)
+		     const struct coll_bench_row *rows, int n)
 {
 	FILE *f = o->f;
 	const char *head[] = { "op", "algo", "ranks", "channels", "bytes", "time_s",
@@ -347,7 +280,7 @@ static int collective_run(struct cli_args *a)
 {
 	struct coll_job job;
 	struct coll_bench *benches[MAX_ALGOS] = { 0 };
-	struct coll_row *rows = NULL;
+	struct coll_bench_row *rows = NULL;
 	struct sim_store *st = NULL;
 	int rc = parse_job(a, &job);
 	if (rc == CLI_OK)

@@ -5,8 +5,9 @@
  * (parallel/plan.c), simulate the best in analytic fidelity and the top K in
  * flow fidelity, and report the ranking with where estimator and simulation
  * disagreed, and why the winner wins. The simulations run on the worker pool
- * (tools/pool.h), so one that aborts is named as failed and the rest go on;
- * a plan with a failed simulation still prints its ranking, and exits 1.
+ * (scenarios/plan_sim.h), so one that aborts is named as failed and the
+ * rest go on; a plan with a failed simulation still prints its ranking,
+ * and exits 1.
  */
 #include "tools/cli.h"
 
@@ -17,11 +18,10 @@
 #include <unistd.h>
 
 #include "parallel/plan.h"
-#include "parallel/train.h"
+#include "scenarios/plan_sim.h"
 #include "scenarios/scenario.h"
+#include "sim/mpi_pool.h"
 #include "sim/util.h"
-#include "tools/mpi_pool.h"
-#include "tools/pool.h"
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
@@ -35,32 +35,6 @@ static const struct cli_opt plan_opts[] = {
 	{ 0 },
 };
 
-/* What the plan prints of a simulation's report: plain numbers, so that
- * they cross a worker's pipe or an MPI message byte for byte. */
-struct figures {
-	double step_time_s, tokens_per_s, mfu, peak_bytes;
-	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
-};
-
-static void figures_of(const struct par_report *r, struct figures *f)
-{
-	*f = (struct figures){
-		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
-		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
-		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
-		.idle_s = r->breakdown.idle_s,
-	};
-}
-
-/* A candidate with its simulated figures. */
-struct ranked {
-	struct par_candidate c;
-	uint32_t est_rank;          /* place by the estimate                  */
-	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
-	struct figures r;           /* the analytic (or flow) report's        */
-	char *why, *flow_why;       /* why a simulation failed (malloc'd), or NULL */
-};
-
 static double now_s(void)
 {
 	struct timespec t;
@@ -68,178 +42,24 @@ static double now_s(void)
 	return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void layout_name(const struct par_candidate *c, char *buf, size_t len)
-{
-	static const char *const rc[] = { "none", "selective", "full" };
-	const struct par_layout *l = &c->layout;
-	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s", l->tp,
-		 l->sp ? "+sp" : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
-		 rc[c->recompute]);
-}
-
-/* How a simulation ended. A layout that does not fit after all is the
- * estimator's error, an answer; the others are failures (exit 1). */
-enum sim_end { SIM_OK, SIM_NOFIT, SIM_REFUSED, SIM_CRASHED };
-
-/* Simulate one candidate: the scenario with its layout; how it ended, and
- * why in `why` when not SIM_OK. */
-static enum sim_end simulate(const struct scn *base, const struct par_compute_model *cm,
-			     const struct par_candidate *c, enum sim_fidelity f,
-			     struct figures *fig, char *why, size_t whylen)
-{
-	struct par_report rep, *r = &rep;
-	struct scn s = *base;
-	char err[SCN_ERRLEN] = "";
-	s.parallel = c->layout;
-	s.training.micro_batch = c->micro_batch;
-	s.training.recompute = c->recompute;
-	if (scn_validate(&s, err, sizeof(err)) < 0) {
-		snprintf(why, whylen, "%s", err);
-		return SIM_REFUSED;
-	}
-	struct par_train t;
-	cli_train_of(&t, &s, cm);
-	t.steps = 1, t.sim.fidelity = f;
-	/* A layout that does not fit is not simulated (nor are its checks of
-	 * what only the simulation builds made: par_train_plan). */
-	if (par_train_plan(&t, r, err, sizeof(err)) < 0 ||
-	    (r->memory.fits && par_train_simulate(&t, r, err, sizeof(err)) < 0)) {
-		snprintf(why, whylen, "%s", err);
-		return SIM_REFUSED;
-	}
-	if (!r->memory.fits) {
-		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
-			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
-		return SIM_NOFIT;
-	}
-	figures_of(r, fig);
-	return SIM_OK;
-}
-
-/* By flow step time; those without one after, by analytic step time. */
-static int by_best(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	int nx = isnan(x->flow_s), ny = isnan(y->flow_s);
-	if (nx != ny)
-		return nx - ny;
-	double u = nx ? x->sim_s : x->flow_s, v = ny ? y->sim_s : y->flow_s;
-	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
-}
-
 /* Say on stderr that a layout's simulation failed, and why. */
-static void failed(const struct par_candidate *c, const char *fidelity, const char *why)
+static void failed(void *ctx, const struct par_candidate *c, const char *fidelity,
+		   const char *why)
 {
+	(void)ctx;
 	char name[128];
-	layout_name(c, name, sizeof(name));
+	scn_plan_layout_name(c, name, sizeof(name));
 	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
 		why[0] ? why : "no reason given");
 }
 
-/* One simulation's outcome, as a worker sends it back. */
-struct outcome {
-	uint32_t i;
-	enum sim_end end;
-	char why[512];            /* when not SIM_OK                      */
-	struct figures r;         /* when SIM_OK                          */
-};
-
-/* A simulation a worker is handed: which, in what fidelity, of what. */
-struct plan_task {
-	uint32_t i;
-	uint32_t est_rank;        /* for the crash test hook (pool.h)    */
-	enum sim_fidelity f;
-	struct par_candidate c;
-};
-
-/* The pool's context: what a worker simulates (the scenario and compute
- * model) and, in this process, where outcomes land (by index). */
-struct plan_serve {
-	const struct scn *s;
-	const struct par_compute_model *cm;
-	struct outcome *out;
-	size_t n;
-};
-
-static void serve_layout(void *ctx, const void *task, void *buf)
-{
-	const struct plan_serve *ps = ctx;
-	struct plan_task t = *(const struct plan_task *)task;
-	struct outcome *o = buf;
-	pool_test_crash(t.est_rank);
-	/* Pointers are this process's own: the algorithms the planner kept
-	 * from the scenario. */
-	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
-	o->i = t.i;
-	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
-}
-
-/* A layout whose worker died. */
-static void lost_layout(void *ctx, const void *task, void *buf, const char *why)
-{
-	struct outcome *o = buf;
-	(void)ctx;
-	o->i = ((const struct plan_task *)task)->i;
-	o->end = SIM_CRASHED;
-	snprintf(o->why, sizeof(o->why), "%s", why);
-}
-
-static void collect_outcome(void *ctx, const void *result)
-{
-	struct plan_serve *ps = ctx;
-	const struct outcome *o = result;
-	BUG_ON(o->i >= ps->n);
-	ps->out[o->i] = *o;
-}
-
-/* The pool job of a plan: layouts in, outcomes out. */
-static struct pool_job plan_job(struct plan_serve *ps)
-{
-	return (struct pool_job){
-		.task_size = sizeof(struct plan_task), .result_size = sizeof(struct outcome),
-		.run = serve_layout, .lost = lost_layout, .done = collect_outcome, .ctx = ps,
-	};
-}
-
-/*
- * Simulate v[0..n) in fidelity f on the pool (`jobs` forked workers, or
- * the MPI ranks); outcomes land by index, so they do not depend on the
- * number of workers. A layout whose worker died, or that no worker could
- * be started for, is SIM_CRASHED with the reason.
- */
-static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
-			const struct ranked *v, size_t n, enum sim_fidelity f, long long jobs,
-			struct outcome *out)
-{
-	memset(out, 0, n * sizeof(*out));
-	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
-	for (size_t i = 0; i < n; i++) {
-		tasks[i] = (struct plan_task){ .i = (uint32_t)i, .est_rank = v[i].est_rank, .f = f,
-					       .c = v[i].c };
-		out[i].end = SIM_CRASHED;
-		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
-	}
-	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n };
-	const struct pool_job job = plan_job(&ps);
-	struct pool_stats st;
-	pool_run(&job, tasks, (uint32_t)n, (int)jobs, NULL, &st);
-	free(tasks);
-}
-
-static int by_sim(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	double u = isnan(x->sim_s) ? INFINITY : x->sim_s, v = isnan(y->sim_s) ? INFINITY : y->sim_s;
-	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
-}
-
 /* Why the winner beats the runner-up, in one paragraph. */
-static void why(const struct ranked *a, const struct ranked *b, const char *goal)
+static void why(const struct scn_plan_layout *a, const struct scn_plan_layout *b, const char *goal)
 {
 	char wa[128], wb[128];
-	layout_name(&a->c, wa, sizeof(wa));
-	layout_name(&b->c, wb, sizeof(wb));
-	const struct figures *x = &a->r, *y = &b->r;
+	scn_plan_layout_name(&a->c, wa, sizeof(wa));
+	scn_plan_layout_name(&b->c, wb, sizeof(wb));
+	const struct scn_plan_figures *x = &a->r, *y = &b->r;
 	/* The reports are the flow ones where both were simulated in flow. */
 	int flow = !isnan(a->flow_s) && !isnan(b->flow_s);
 	double ta = flow ? a->flow_s : a->sim_s, tb = flow ? b->flow_s : b->sim_s;
@@ -264,13 +84,13 @@ static void why(const struct ranked *a, const struct ranked *b, const char *goal
 	       x->peak_bytes / 1e9, y->peak_bytes / 1e9);
 }
 
-static void print_table(const struct ranked *v, size_t n, size_t top)
+static void print_table(const struct scn_plan_layout *v, size_t n, size_t top)
 {
 	printf("%-4s %-52s %10s %10s %10s %7s %9s %9s %9s\n", "#", "layout", "est(s)", "sim(s)",
 	       "flow(s)", "MFU", "peak(GB)", "bubble", "exposed");
 	for (size_t i = 0; i < n && i < top; i++) {
 		char name[128];
-		layout_name(&v[i].c, name, sizeof(name));
+		scn_plan_layout_name(&v[i].c, name, sizeof(name));
 		printf("%-4zu %-52s %10.4f ", i + 1, name, v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it */
 			printf("%10s\n", "failed");
@@ -286,7 +106,7 @@ static void print_table(const struct ranked *v, size_t n, size_t top)
 	}
 }
 
-static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t total, size_t fits,
+static void print_json(const struct scn_plan_layout *v, size_t n, size_t top, uint64_t total, size_t fits,
 		       const uint64_t dropped[], double per_s, double wall)
 {
 	printf("{\"candidates\":%llu,\"fits\":%zu,\"dropped\":{\"invalid\":%llu,\"memory\":%llu},"
@@ -325,20 +145,13 @@ static void print_json(const struct ranked *v, size_t n, size_t top, uint64_t to
 }
 
 /* How far the estimator's order was from the simulation's. */
-static void disagreement(const struct ranked *v, size_t n)
+static void disagreement(const struct scn_plan_layout *v, size_t n)
 {
-	uint32_t worst = 0, first = v[0].est_rank;
-	size_t swaps = 0, pairs = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t d = v[i].est_rank > i + 1 ? v[i].est_rank - (uint32_t)i - 1
-						    : (uint32_t)i + 1 - v[i].est_rank;
-		worst = d > worst ? d : worst;
-		for (size_t j = i + 1; j < n; j++, pairs++)
-			swaps += v[i].est_rank > v[j].est_rank;
-	}
+	struct scn_plan_order o;
+	scn_plan_order(v, n, &o);
 	fprintf(stderr, "clustersim plan: the simulated winner was #%u by the estimate; %zu of "
 		"%zu pairs of the %zu simulated layouts swapped order; the largest move was %u "
-		"places\n", first, swaps, pairs, n, worst);
+		"places\n", o.first, o.swaps, o.pairs, n, o.worst);
 }
 
 static int plan_run(struct cli_args *a)
@@ -377,9 +190,7 @@ static int plan_run(struct cli_args *a)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", a->pos[0], err);
 	if (mp_size() > 1 && mp_rank() > 0) {
 		/* An MPI rank other than 0: simulate the layouts rank 0 hands out. */
-		struct plan_serve ps = { .s = &s, .cm = cm };
-		const struct pool_job job = plan_job(&ps);
-		pool_serve(&job);
+		scn_plan_serve(&s, cm);
 		par_compute_model_free(cm);
 		return CLI_OK;
 	}
@@ -400,40 +211,11 @@ static int plan_run(struct cli_args *a)
 				 (unsigned long long)dropped[PAR_DROP_MEMORY]);
 	}
 	size_t m = n < (size_t)nsim ? n : (size_t)nsim;
-	struct ranked *v = xcalloc(m, sizeof(*v));
-	struct outcome *o = xcalloc(m, sizeof(*o));
-	for (size_t i = 0; i < m; i++) {
-		v[i].c = cands[i];
-		v[i].est_rank = (uint32_t)i + 1;
-		v[i].flow_s = NAN;
-	}
-	/* Failures: simulations refused or whose worker died (not those that
-	 * did not fit after all). */
-	size_t afail = 0, ffail = 0, failures = 0;
-	simulate_all(&s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
-	for (size_t i = 0; i < m; i++) {
-		if ((v[i].sim_s = o[i].end == SIM_OK ? o[i].r.step_time_s : NAN), o[i].end == SIM_OK)
-			v[i].r = o[i].r;
-		else
-			afail++, failures += o[i].end != SIM_NOFIT, v[i].why = xstrdup(o[i].why),
-				failed(&v[i].c, "analytic", o[i].why);
-	}
-	qsort(v, m, sizeof(*v), by_sim);
-	size_t nflow = 0;
-	while (nflow < m && nflow < (size_t)top && !isnan(v[nflow].sim_s))
-		nflow++;
-	simulate_all(&s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
-	for (size_t i = 0; i < nflow; i++) {
-		if (o[i].end == SIM_OK)
-			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
-		else
-			ffail++, failures += o[i].end != SIM_NOFIT, v[i].flow_why = xstrdup(o[i].why),
-				failed(&v[i].c, "flow", o[i].why);
-	}
-	free(o);
-	/* The flow-simulated head is ranked by its flow step times (those whose
-	 * flow run failed after them, by analytic time). */
-	qsort(v, nflow, sizeof(*v), by_best);
+	struct scn_plan_layout *v = xcalloc(m, sizeof(*v));
+	struct scn_plan_fails fails;
+	size_t nflow = scn_plan_simulate(&s, cm, cands, m, (size_t)top, (int)jobs, v, failed, NULL,
+					 &fails);
+	size_t afail = fails.analytic, ffail = fails.flow, failures = fails.failures;
 	double wall = now_s() - t0, per_s = screened > 0 ? total / screened : 0;
 	if (cli_has(a, "json"))
 		print_json(v, m, (size_t)top, total, n, dropped, per_s, wall);
@@ -453,8 +235,7 @@ static int plan_run(struct cli_args *a)
 			why(&v[0], &v[1], goal);
 	}
 	disagreement(v, m);
-	for (size_t i = 0; i < m; i++)
-		free(v[i].why), free(v[i].flow_why);
+	scn_plan_free(v, m);
 	free(v);
 	free(cands);
 	par_compute_model_free(cm);

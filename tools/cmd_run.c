@@ -21,6 +21,7 @@
 #include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/store.h"
 
 static const struct cli_opt run_opts[] = {
@@ -407,7 +408,7 @@ static int run_run(struct cli_args *a)
 	if (!cm)
 		return cli_error(a, CLI_BADINPUT, "%s: compute: %s", s.path, err);
 	struct par_train t;
-	cli_train_of(&t, &s, cm);
+	scn_train_of(&t, &s, cm);
 	t.keep_steps = cli_has(a, "db");  /* each step's time is stored */
 	struct par_report r = { 0 };
 	struct timespec t0, t1;

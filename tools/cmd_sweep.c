@@ -4,7 +4,7 @@
  * N worker processes, and keep every point (its varied values and report
  * figures, or why it failed) in the database's sweep tables.
  *
- * The points run on the worker pool (tools/pool.h: forked workers, or under
+ * The points run on the worker pool (sim/pool.h: forked workers, or under
  * mpirun the other MPI ranks), handed out one at a time so that a slow point
  * does not hold up the rest; only this process writes the database. A point
  * whose worker dies (an abort, the OOM killer) is stored as failed with the
@@ -29,11 +29,12 @@
 #include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/outfile.h"
 #include "sim/store.h"
-#include "tools/mpi_pool.h"
-#include "tools/pool.h"
-#include "tools/sha256.h"
+#include "sim/mpi_pool.h"
+#include "sim/pool.h"
+#include "sim/sha256.h"
 
 #define MAX_VARY 8
 #define MAX_VALUES 64
@@ -183,7 +184,7 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 		return;
 	}
 	struct par_train t;
-	cli_train_of(&t, &s, cm);
+	scn_train_of(&t, &s, cm);
 	struct par_report rep;
 	int rc;
 	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {
@@ -226,7 +227,7 @@ static void run_point(const char *path, const struct sweep *sw, uint32_t point, 
 	free(sets);
 }
 
-/* ---- the pool's callbacks (tools/pool.h) ------------------------------------ */
+/* ---- the pool's callbacks (sim/pool.h) ------------------------------------ */
 
 static volatile sig_atomic_t interrupted;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
-#include "tools/mpi_pool.h"
+#include "sim/mpi_pool.h"
 
 /* True if argv asks for help before any "--". */
 static int wants_help(int argc, char **argv)

@@ -24,6 +24,7 @@
 #include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/store.h"
 #include "topology/topo.h"
 
@@ -59,7 +60,7 @@ static int jobs_setup(struct cli_args *a, struct jobs_cli *c)
 		c->job[i].name = js->job[i].name;
 		c->job[i].first_rank = js->job[i].first_node * topo_config_gpus_per_node(&js->top.cluster);
 		c->job[i].start_ps = sim_ps_from_s(js->job[i].start_s);
-		cli_train_of(&c->job[i].train, s, c->cm[i]);
+		scn_train_of(&c->job[i].train, s, c->cm[i]);
 	}
 	c->run = (struct par_jobs){
 		.job = c->job, .n = js->n, .cluster = &js->top.cluster, .sim = c->job[0].train.sim,

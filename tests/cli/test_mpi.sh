@@ -48,7 +48,7 @@ $MPIRUN -n 2 "$CS" sweep "$LESSON" $V --db "$T/m.db" >"$T/out" 2>"$T/err" &&
 	grep -q "resuming sweep 1" "$T/err" && [ "$(rows "$T/m.db")" = "$(rows "$T/j.db")" ] &&
 	ok "a rerun under mpirun resumes" || bad "MPI resume: $(tail -3 "$T/err")"
 
-# A point whose process is killed (the test hook, tools/pool.h) is stored
+# A point whose process is killed (the test hook, sim/pool.h) is stored
 # as failed with the signal, the others ok, exit non-zero: each rank runs
 # its points in a forked child.
 # shellcheck disable=SC2086 # words

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_pool.sh - the worker pool of sweep and plan (tools/pool.h) when
+# test_pool.sh - the worker pool of sweep and plan (sim/pool.h) when
 # workers die: a point whose worker aborts or is killed (the test hook
 # CLUSTERSIM_TEST_CRASH, and a real kill -9 of a worker mid-sweep) is stored
 # as failed with the signal, on one worker or two; the sweep ends, stores

@@ -1,5 +1,5 @@
 /*
- * test_pool.c - tools/pool.c: every task gives exactly one result, on one
+ * test_pool.c - sim/pool.c: every task gives exactly one result, on one
  * worker or several, when workers are killed (SIGKILL, abort) or exit
  * without a result; lost tasks carry how their worker ended; a stop flag
  * hands out nothing more; the test hook CLUSTERSIM_TEST_CRASH kills the
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "tests/checkmain.h"
-#include "tools/pool.h"
+#include "sim/pool.h"
 
 #define NTASKS 40
 

@@ -1,5 +1,5 @@
 /*
- * test_sha256.c - tools/sha256.c against the test vectors of FIPS 180-4's
+ * test_sha256.c - sim/sha256.c against the test vectors of FIPS 180-4's
  * examples (NIST CSRC): "abc", the empty string, the two-block message of
  * 448 bits and a million 'a's, fed whole and in uneven pieces, and a file.
  */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tests/checkmain.h"
-#include "tools/sha256.h"
+#include "sim/sha256.h"
 
 static void digest_of(const char *s, size_t n, size_t piece, char out[65])
 {

@@ -11,7 +11,7 @@
  */
 #include "config.h"
 
-#include "tools/mpi_pool.h"
+#include "sim/mpi_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * task handed out gives exactly one call of job->done (its result, or the
  * lost one), so nothing is re-queued and nothing is counted twice.
  */
-#include "tools/pool.h"
+#include "sim/pool.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "sim/util.h"
-#include "tools/mpi_pool.h"
+#include "sim/mpi_pool.h"
 
 #define POOL_MAX 64
 

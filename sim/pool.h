@@ -5,7 +5,7 @@
  * pool_job of callbacks. Each task runs in a worker process, never in the
  * caller's: forked children here (-j N, N >= 1), or under mpirun (built
  * --with-mpi) the other MPI ranks, each of which again runs every task in a
- * forked child (tools/mpi_pool.h carries the messages). Whatever a task does
+ * forked child (sim/mpi_pool.h carries the messages). Whatever a task does
  * (abort, a segfault, the OOM killer's SIGKILL) it is lost alone: the pool
  * notices the dead worker (end of file on its pipe, then waitpid), makes the
  * task's result with job->lost and the reason ("its worker was killed by
@@ -16,8 +16,8 @@
  * The pool owns its processes and pipes for the length of one pool_run;
  * the caller owns the tasks, the callbacks' context and the results.
  */
-#ifndef TOOLS_POOL_H
-#define TOOLS_POOL_H
+#ifndef SIM_POOL_H
+#define SIM_POOL_H
 
 #include <signal.h>
 #include <stddef.h>

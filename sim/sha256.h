@@ -3,8 +3,8 @@
  * what identifies a sweep's scenario by its content (cmd_sweep.c). The
  * caller owns every buffer; nothing is kept between calls.
  */
-#ifndef TOOLS_SHA256_H
-#define TOOLS_SHA256_H
+#ifndef SIM_SHA256_H
+#define SIM_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>

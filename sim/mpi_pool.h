@@ -10,8 +10,8 @@
  * them to stop. Without MPI, or outside mpirun, there is one rank and the
  * commands use their forked workers (-j) as before.
  */
-#ifndef TOOLS_MPI_POOL_H
-#define TOOLS_MPI_POOL_H
+#ifndef SIM_MPI_POOL_H
+#define SIM_MPI_POOL_H
 
 #include <signal.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * message length in bits. Checked against the standard's test vectors in
  * tests/unit/test_sha256.c.
  */
-#include "tools/sha256.h"
+#include "sim/sha256.h"
 
 #include <errno.h>
 #include <stdio.h>

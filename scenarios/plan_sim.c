@@ -1,0 +1,245 @@
+/*
+ * plan_sim.c - the planner's layouts simulated and ranked (plan_sim.h).
+ */
+#include "scenarios/plan_sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
+#include "sim/pool.h"
+#include "sim/util.h"
+
+static void figures_of(const struct par_report *r, struct scn_plan_figures *f)
+{
+	*f = (struct scn_plan_figures){
+		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
+		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
+		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
+		.idle_s = r->breakdown.idle_s,
+	};
+}
+
+void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
+{
+	static const char *const rc[] = { "none", "selective", "full" };
+	const struct par_layout *l = &c->layout;
+	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s", l->tp,
+		 l->sp ? "+sp" : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
+		 rc[c->recompute]);
+}
+
+/* How a simulation ended. A layout that does not fit after all is the
+ * estimator's error, an answer; the others are failures (exit 1). */
+enum plan_end { PLAN_OK, PLAN_NOFIT, PLAN_REFUSED, PLAN_CRASHED };
+
+/* Simulate one candidate: the scenario with its layout; how it ended, and
+ * why in `why` when not PLAN_OK. */
+static enum plan_end simulate(const struct scn *base, const struct par_compute_model *cm,
+			     const struct par_candidate *c, enum sim_fidelity f,
+			     struct scn_plan_figures *fig, char *why, size_t whylen)
+{
+	struct par_report rep, *r = &rep;
+	struct scn s = *base;
+	char err[SCN_ERRLEN] = "";
+	s.parallel = c->layout;
+	s.training.micro_batch = c->micro_batch;
+	s.training.recompute = c->recompute;
+	if (scn_validate(&s, err, sizeof(err)) < 0) {
+		snprintf(why, whylen, "%s", err);
+		return PLAN_REFUSED;
+	}
+	struct par_train t;
+	scn_train_of(&t, &s, cm);
+	t.steps = 1, t.sim.fidelity = f;
+	/* A layout that does not fit is not simulated (nor are its checks of
+	 * what only the simulation builds made: par_train_plan). */
+	if (par_train_plan(&t, r, err, sizeof(err)) < 0 ||
+	    (r->memory.fits && par_train_simulate(&t, r, err, sizeof(err)) < 0)) {
+		snprintf(why, whylen, "%s", err);
+		return PLAN_REFUSED;
+	}
+	if (!r->memory.fits) {
+		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
+			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
+		return PLAN_NOFIT;
+	}
+	figures_of(r, fig);
+	return PLAN_OK;
+}
+
+/* By flow step time; those without one after, by analytic step time. */
+static int by_best(const void *a, const void *b)
+{
+	const struct scn_plan_layout *x = a, *y = b;
+	int nx = isnan(x->flow_s), ny = isnan(y->flow_s);
+	if (nx != ny)
+		return nx - ny;
+	double u = nx ? x->sim_s : x->flow_s, v = ny ? y->sim_s : y->flow_s;
+	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
+}
+
+/* One simulation's outcome, as a worker sends it back. */
+struct outcome {
+	uint32_t i;
+	enum plan_end end;
+	char why[512];            /* when not PLAN_OK                      */
+	struct scn_plan_figures r;         /* when PLAN_OK                          */
+};
+
+/* A simulation a worker is handed: which, in what fidelity, of what. */
+struct plan_task {
+	uint32_t i;
+	uint32_t est_rank;        /* for the crash test hook (pool.h)    */
+	enum sim_fidelity f;
+	struct par_candidate c;
+};
+
+/* The pool's context: what a worker simulates (the scenario and compute
+ * model) and, in this process, where outcomes land (by index). */
+struct plan_serve {
+	const struct scn *s;
+	const struct par_compute_model *cm;
+	struct outcome *out;
+	size_t n;
+};
+
+static void serve_layout(void *ctx, const void *task, void *buf)
+{
+	const struct plan_serve *ps = ctx;
+	struct plan_task t = *(const struct plan_task *)task;
+	struct outcome *o = buf;
+	pool_test_crash(t.est_rank);
+	/* Pointers are this process's own: the algorithms the planner kept
+	 * from the scenario. */
+	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
+	o->i = t.i;
+	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
+}
+
+/* A layout whose worker died. */
+static void lost_layout(void *ctx, const void *task, void *buf, const char *why)
+{
+	struct outcome *o = buf;
+	(void)ctx;
+	o->i = ((const struct plan_task *)task)->i;
+	o->end = PLAN_CRASHED;
+	snprintf(o->why, sizeof(o->why), "%s", why);
+}
+
+static void collect_outcome(void *ctx, const void *result)
+{
+	struct plan_serve *ps = ctx;
+	const struct outcome *o = result;
+	BUG_ON(o->i >= ps->n);
+	ps->out[o->i] = *o;
+}
+
+/* The pool job of a plan: layouts in, outcomes out. */
+static struct pool_job plan_job(struct plan_serve *ps)
+{
+	return (struct pool_job){
+		.task_size = sizeof(struct plan_task), .result_size = sizeof(struct outcome),
+		.run = serve_layout, .lost = lost_layout, .done = collect_outcome, .ctx = ps,
+	};
+}
+
+/*
+ * Simulate v[0..n) in fidelity f on the pool (`jobs` forked workers, or
+ * the MPI ranks); outcomes land by index, so they do not depend on the
+ * number of workers. A layout whose worker died, or that no worker could
+ * be started for, is PLAN_CRASHED with the reason.
+ */
+static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
+			const struct scn_plan_layout *v, size_t n, enum sim_fidelity f, long long jobs,
+			struct outcome *out)
+{
+	memset(out, 0, n * sizeof(*out));
+	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
+	for (size_t i = 0; i < n; i++) {
+		tasks[i] = (struct plan_task){ .i = (uint32_t)i, .est_rank = v[i].est_rank, .f = f,
+					       .c = v[i].c };
+		out[i].end = PLAN_CRASHED;
+		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
+	}
+	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n };
+	const struct pool_job job = plan_job(&ps);
+	struct pool_stats st;
+	pool_run(&job, tasks, (uint32_t)n, (int)jobs, NULL, &st);
+	free(tasks);
+}
+
+static int by_sim(const void *a, const void *b)
+{
+	const struct scn_plan_layout *x = a, *y = b;
+	double u = isnan(x->sim_s) ? INFINITY : x->sim_s, v = isnan(y->sim_s) ? INFINITY : y->sim_s;
+	return u < v ? -1 : u > v ? 1 : (x->est_rank > y->est_rank) - (x->est_rank < y->est_rank);
+}
+
+void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_order *o)
+{
+	*o = (struct scn_plan_order){ .first = n ? v[0].est_rank : 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint32_t d = v[i].est_rank > i + 1 ? v[i].est_rank - (uint32_t)i - 1
+						    : (uint32_t)i + 1 - v[i].est_rank;
+		o->worst = d > o->worst ? d : o->worst;
+		for (size_t j = i + 1; j < n; j++, o->pairs++)
+			o->swaps += v[i].est_rank > v[j].est_rank;
+	}
+}
+
+void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm)
+{
+	struct plan_serve ps = { .s = s, .cm = cm };
+	const struct pool_job job = plan_job(&ps);
+	pool_serve(&job);
+}
+
+size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
+			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
+			 struct scn_plan_layout *v, scn_plan_failed_fn *failed, void *ctx,
+			 struct scn_plan_fails *fails)
+{
+	struct outcome *o = xcalloc(m ? m : 1, sizeof(*o));
+	*fails = (struct scn_plan_fails){ 0 };
+	for (size_t i = 0; i < m; i++)
+		v[i] = (struct scn_plan_layout){ .c = cands[i], .est_rank = (uint32_t)i + 1,
+						 .flow_s = NAN };
+	/* Failures: simulations refused or whose worker died (not those that
+	 * did not fit after all). */
+	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
+	for (size_t i = 0; i < m; i++) {
+		if ((v[i].sim_s = o[i].end == PLAN_OK ? o[i].r.step_time_s : NAN), o[i].end == PLAN_OK)
+			v[i].r = o[i].r;
+		else
+			fails->analytic++, fails->failures += o[i].end != PLAN_NOFIT,
+				v[i].why = xstrdup(o[i].why), failed(ctx, &v[i].c, "analytic", o[i].why);
+	}
+	qsort(v, m, sizeof(*v), by_sim);
+	size_t nflow = 0;
+	while (nflow < m && nflow < top && !isnan(v[nflow].sim_s))
+		nflow++;
+	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
+	for (size_t i = 0; i < nflow; i++) {
+		if (o[i].end == PLAN_OK)
+			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
+		else
+			fails->flow++, fails->failures += o[i].end != PLAN_NOFIT,
+				v[i].flow_why = xstrdup(o[i].why), failed(ctx, &v[i].c, "flow", o[i].why);
+	}
+	free(o);
+	/* The flow-simulated head is ranked by its flow step times (those whose
+	 * flow run failed after them, by analytic time). */
+	qsort(v, nflow, sizeof(*v), by_best);
+	return nflow;
+}
+
+void scn_plan_free(struct scn_plan_layout *v, size_t m)
+{
+	for (size_t i = 0; i < m; i++)
+		free(v[i].why), free(v[i].flow_why);
+}

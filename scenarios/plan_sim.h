@@ -1,0 +1,82 @@
+/*
+ * plan_sim.h - the planner's best layouts simulated: each in analytic
+ * fidelity, the best of those in flow fidelity, on the worker pool
+ * (sim/pool.h), and ranked by what the simulations said (the second half
+ * of `clustersim plan`; the first, enumeration and the estimate, is
+ * parallel/plan.h). scenarios/plan_sim.c.
+ *
+ * A simulation is run on the scenario with the candidate's layout, micro-
+ * batch and recomputation, one step. It ends in one of four ways: its
+ * figures; the layout does not fit after all (the estimator's error, an
+ * answer); the scenario's checks or the simulation refused it; or its
+ * worker died (an abort, a signal). The last two are failures. Results do
+ * not depend on the number of workers.
+ */
+#ifndef SCENARIOS_PLAN_SIM_H
+#define SCENARIOS_PLAN_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parallel/plan.h"
+
+struct scn;
+struct par_compute_model;
+
+/* What a plan keeps of a simulation's report: plain numbers, so that they
+ * cross a worker's pipe or an MPI message byte for byte. */
+struct scn_plan_figures {
+	double step_time_s, tokens_per_s, mfu, peak_bytes;
+	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
+};
+
+/* A candidate with its simulated figures. */
+struct scn_plan_layout {
+	struct par_candidate c;
+	uint32_t est_rank;          /* place by the estimate, from 1          */
+	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
+	struct scn_plan_figures r;  /* the flow report's, else the analytic's */
+	char *why, *flow_why;       /* why a simulation failed (malloc'd), or NULL */
+};
+
+/* What failed: simulations that did not end in figures, per fidelity, and
+ * of them the failures proper (refused, or the worker died). */
+struct scn_plan_fails {
+	size_t analytic, flow, failures;
+};
+
+/* Called for each simulation that did not end in figures, in the order
+ * of the ranking at the time: fidelity "analytic" or "flow". */
+typedef void scn_plan_failed_fn(void *ctx, const struct par_candidate *c, const char *fidelity,
+				const char *why);
+
+/*
+ * Simulate cands[0..m) (the estimate's order) in analytic fidelity on
+ * `jobs` workers (or the MPI ranks), rank them by step time, simulate the
+ * best `top` that ran in flow fidelity and rank those by flow step time
+ * (those whose flow run failed after them). v[0..m) gets the ranking; the
+ * number simulated in flow is returned. scn_plan_free frees v's strings.
+ */
+size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
+			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
+			 struct scn_plan_layout *v, scn_plan_failed_fn *failed, void *ctx,
+			 struct scn_plan_fails *fails);
+void scn_plan_free(struct scn_plan_layout *v, size_t m);
+
+/* An MPI rank other than 0: simulate the layouts rank 0 hands out, until
+ * it says stop. */
+void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm);
+
+/* How far the estimate's order was from the ranking of v[0..n): the
+ * simulated winner's place by the estimate, the pairs that swapped, and
+ * the largest move in places. */
+struct scn_plan_order {
+	uint32_t first, worst;
+	size_t swaps, pairs;
+};
+void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_order *o);
+
+/* "tp8+sp pp4 vpp1 cp1 ep1 dp2 mb1 zero1 rc=none" */
+void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len);
+
+#endif
