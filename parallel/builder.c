@@ -1,6 +1,6 @@
 /*
- * builder.c - the step builder's own machinery: which data-parallel
- * strategy a layout uses, the data-parallel size and micro-batches, the
+ * builder.c - the step builder's own machinery: the data-parallel size
+ * and micro-batches, the
  * helpers the strategies call (collectives, parameters, memory markers,
  * waits), appending model ops to the compute stream, and building one
  * stage's program from the schedule's actions (par_b_build).
@@ -17,23 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/*
- * The data-parallel strategies. To add one: write parallel/dp_NAME.c
- * exporting `const struct par_dp_strategy par_dp_NAME` (train-int.h),
- * declare it there, choose it in par_dp_strategy_of() below, add the file to
- * Makefile.am and a case to tests/conformance/test_zero_spec.c.
- */
-const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l)
-{
-	static const struct par_dp_strategy *const by_zero[] = {
-		&par_dp_ddp, &par_dp_zero1, &par_dp_zero2, &par_dp_zero3,
-	};
-	if (l->fsdp.enabled)
-		return &par_dp_fsdp;
-	BUG_ON(l->zero > 3);
-	return by_zero[l->zero];
-}
 
 uint32_t par_dp_of(const struct par_train *t)
 {
@@ -271,9 +254,7 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
 	b->sp = l->sp && l->tp > 1;
 	b->nranks = b->dpn * l->tp * l->pp;
-	b->shard = l->fsdp.enabled && l->fsdp.hsdp
-			   ? topo_config_gpus_per_node(t->cluster)
-			   : b->dpn;
+	b->shard = b->dp->shard ? b->dp->shard(l, t->cluster, b->dpn) : b->dpn;
 	b->params = stage_params(b);
 	b->cp = l->cp, b->cpi = cpi;
 	b->local = *t->training;
@@ -283,12 +264,15 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
+	if (b->dp->init)
+		b->dp->init(b);
 	size_t n = 2 * (size_t)b->nmb * b->vpp;
 	struct par_action *acts = xmalloc(n * sizeof(*acts));
 	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
 	for (size_t i = 0; i < n; i++) {
 		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
-		b->reduce = b->dpn > 1 && (b->dp->reduce_every_mb || b->mb + 1 == b->nmb);
+		b->reduce = b->dpn > 1 && ((b->dp->flags & PAR_DP_REDUCE_EVERY_MB) ||
+						  b->mb + 1 == b->nmb);
 		if (acts[i].backward)
 			par_pass_backward(b, i + 1 == n);
 		else
@@ -298,13 +282,13 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	uint32_t step = par_b_optimizer_step(b);
 	if (b->dp->after_step && b->dpn > 1 && after_step)
 		b->dp->after_step(b, step);
+	if (b->dp->fini)
+		b->dp->fini(b);
 	free(b->ops);
-	free(b->held);
-	free(b->gather);
 	free(b->moe_factor);
 	free(b->moe_dropped);
 	free(b->waits);
-	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
+	b->ops = NULL, b->moe_factor = b->moe_dropped = NULL;
 	b->waits = NULL, b->nwaits = b->waitcap = 0;
 	return b->prog;
 }
