@@ -20,6 +20,7 @@
 
 #define STRATEGIES(X) \
 	X(ddp) \
+	X(ddp_after) \
 	X(zero1) \
 	X(zero2) \
 	X(zero3) \

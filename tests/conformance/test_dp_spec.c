@@ -128,6 +128,7 @@ static const struct dp_case cases[] = {
 	{ "ddp", { "parallel.ddp.overlap=false" }, 1e-6 },
 	{ "zero1", { "parallel.zero=1" }, 1e-6 },
 	{ "zero2", { "parallel.zero=2", "parallel.ddp.overlap=false" }, 1e-6 },
+	{ "ddp-after", { "parallel.strategy=ddp-after" }, 1e-6 },
 	/* The backward hides what it can (here, little). */
 	{ "ddp", { "parallel.strategy=ddp" }, 1e-2 },
 	{ "zero2", { "parallel.strategy=zero2" }, 1e-2 },
@@ -187,6 +188,32 @@ START_TEST(memory_closed_form_matches_flow)
 		ck_assert_msg(fabs(m.buffers - r.memory.bytes[PAR_MEM_BUFFERS]) < 1,
 			      "%s: buffers %.17g B, the closed form %.17g B", k->strategy,
 			      r.memory.bytes[PAR_MEM_BUFFERS], m.buffers);
+}
+END_TEST
+
+/* The reference strategy: one all-reduce after the backward is DDP without
+ * overlap with a bucket larger than the model, op for op on every rank. */
+START_TEST(ddp_after_is_ddp_without_overlap)
+{
+	static struct scn s;
+	struct par_report a, b;
+	struct trace ta = { 0 }, tb = { 0 };
+	const char *ddp[] = { "parallel.ddp.overlap=false" };
+	const char *after[] = { "parallel.strategy=ddp-after" };
+	run(ddp, 1, &s, &a, &ta);
+	run(after, 1, &s, &b, &tb);
+	ck_assert_str_eq(b.strategy, "ddp-after");
+	ck_assert_msg(a.step_time_s == b.step_time_s, "step %.17g s (ddp), %.17g s (ddp-after)",
+		      a.step_time_s, b.step_time_s);
+	ck_assert(a.breakdown.exposed_comm_s == b.breakdown.exposed_comm_s);
+	ck_assert_uint_gt(ta.n, 8);
+	ck_assert_uint_eq(ta.n, tb.n);
+	for (size_t i = 0; i < ta.n; i++)
+		ck_assert_msg(ta.op[i].rank == tb.op[i].rank && ta.op[i].kind == tb.op[i].kind &&
+			      ta.op[i].start == tb.op[i].start && ta.op[i].end == tb.op[i].end &&
+			      ta.op[i].bytes == tb.op[i].bytes, "op %zu differs", i);
+	free(ta.op);
+	free(tb.op);
 }
 END_TEST
 
@@ -303,6 +330,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, exposed_closed_form_matches_flow, 0, ARRAY_SIZE(cases));
 	tcase_add_loop_test(tc, memory_closed_form_matches_flow, 0, ARRAY_SIZE(cases));
+	tcase_add_test(tc, ddp_after_is_ddp_without_overlap);
 	suite_add_tcase(s, tc);
 	TCase *reg = tcase_create("registry");
 	tcase_add_test(reg, registry_names_unique_and_found);
