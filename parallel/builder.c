@@ -271,8 +271,7 @@ struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
 	par_schedule(l->schedule)->actions(b->pp, stage, b->nmb, b->vpp, acts);
 	for (size_t i = 0; i < n; i++) {
 		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
-		b->reduce = b->dpn > 1 && ((b->dp->flags & PAR_DP_REDUCE_EVERY_MB) ||
-						  b->mb + 1 == b->nmb);
+		b->reduce = b->dpn > 1 && (par_dp_reduces_every_mb(b->dp) || b->mb + 1 == b->nmb);
 		if (acts[i].backward)
 			par_pass_backward(b, i + 1 == n);
 		else

@@ -113,6 +113,11 @@ int par_dp_index(const struct par_dp_strategy *s);             /* its entry  */
  * entry i - 1); NULL-terminated. */
 const char *const *par_dp_key_names(void);
 
+/* Does the strategy reduce gradients every micro-batch (not only the last)? */
+static inline int par_dp_reduces_every_mb(const struct par_dp_strategy *s)
+{
+	return (s->flags & PAR_DP_REDUCE_EVERY_MB) != 0;
+}
 /* The ZeRO stage of a strategy's model states (0-3), from its flags. */
 unsigned par_dp_zero_stage(const struct par_dp_strategy *s);
 /* The strategy parallel.zero and parallel.fsdp.enabled name. */
