@@ -5,12 +5,13 @@
  * To add a strategy: write parallel/dp_NAME.c exporting
  * `const struct par_dp_strategy par_dp_NAME` (copy dp_ddp.c; the smallest
  * whole one is dp_ddp_after.c; dp.h says what each field means), add one
- * line X(NAME) to STRATEGIES below and one to libclustersim_a_SOURCES in
- * Makefile.am, and give it a case in tests/conformance/test_dp_spec.c (its
- * closed form of exposed communication against flow fidelity on an
- * idealised case). Its name becomes a value of parallel.strategy (the key's
- * names come from this table), its flags decide what the checks refuse.
- * Order: the names as parallel.strategy and docs/scenario.md list them.
+ * line X(NAME, "its-name") to STRATEGIES below and one to
+ * libclustersim_a_SOURCES in Makefile.am, and give it a case in
+ * tests/conformance/test_dp_spec.c (its closed form of exposed
+ * communication against flow fidelity on an idealised case). Its name
+ * becomes a value of parallel.strategy (the key's names come from this
+ * table; regenerate docs/scenario.md's key table), its flags decide what
+ * the checks refuse. Order: the order parallel.strategy lists the names in.
  */
 #include "parallel/dp.h"
 
@@ -19,18 +20,22 @@
 #include "sim/util.h"
 
 #define STRATEGIES(X) \
-	X(ddp) \
-	X(ddp_after) \
-	X(zero1) \
-	X(zero2) \
-	X(zero3) \
-	X(fsdp)
+	X(ddp, "ddp") \
+	X(ddp_after, "ddp-after") \
+	X(zero1, "zero1") \
+	X(zero2, "zero2") \
+	X(zero3, "zero3") \
+	X(fsdp, "fsdp")
 
-#define DECLARE(n) extern const struct par_dp_strategy par_dp_##n;
-#define ENTRY(n) &par_dp_##n,
+#define DECLARE(id, name) extern const struct par_dp_strategy par_dp_##id;
+#define ENTRY(id, name) &par_dp_##id,
+#define NAME(id, name) name,
 STRATEGIES(DECLARE)
 
 const struct par_dp_strategy *const par_dp_strategies[] = { STRATEGIES(ENTRY) NULL };
+/* parallel.strategy's names (test_dp_spec.c checks them against the
+ * strategies' own). */
+static const char *const key_names[] = { "auto", STRATEGIES(NAME) NULL };
 
 size_t par_dp_count(void)
 {
@@ -55,13 +60,7 @@ int par_dp_index(const struct par_dp_strategy *s)
 
 const char *const *par_dp_key_names(void)
 {
-	static const char *names[ARRAY_SIZE(par_dp_strategies) + 1];
-	if (!names[0]) {
-		for (size_t i = 0; par_dp_strategies[i]; i++)
-			names[i + 1] = par_dp_strategies[i]->name;
-		names[0] = "auto";
-	}
-	return names;
+	return key_names;
 }
 
 unsigned par_dp_zero_stage(const struct par_dp_strategy *s)

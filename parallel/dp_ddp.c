@@ -11,6 +11,25 @@
 
 #include "parallel/dp-int.h"
 
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
+
+const struct par_dp_strategy par_dp_ddp = {
+	.name = "ddp",
+	.title = "DDP",
+	.help = "PyTorch DDP: parameters and optimizer replicated, gradients all-reduced in "
+		"buckets (parallel.ddp.*)",
+	.flags = PAR_DP_PIPELINE | PAR_DP_MOE | PAR_DP_ALIAS_ZERO,
+	.init = init,
+	.fini = par_dpb_fini,
+	.memory = par_dpb_memory,
+	.grads = par_dpb_grads,
+	.backward_end = par_dpb_backward_end,
+	.exposed_s = exposed_s,
+	.plan_memory = plan_memory,
+};
+
 static void init(struct builder *b)
 {
 	const struct dp_bucket_policy p = {
@@ -29,18 +48,3 @@ static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
 {
 	par_dpb_plan_memory(c, 0, m);
 }
-
-const struct par_dp_strategy par_dp_ddp = {
-	.name = "ddp",
-	.title = "DDP",
-	.help = "PyTorch DDP: parameters and optimizer replicated, gradients all-reduced in "
-		"buckets (parallel.ddp.*)",
-	.flags = PAR_DP_PIPELINE | PAR_DP_MOE | PAR_DP_ALIAS_ZERO,
-	.init = init,
-	.fini = par_dpb_fini,
-	.memory = par_dpb_memory,
-	.grads = par_dpb_grads,
-	.backward_end = par_dpb_backward_end,
-	.exposed_s = exposed_s,
-	.plan_memory = plan_memory,
-};

@@ -11,6 +11,28 @@
 
 #include "parallel/train-int.h"
 
+static void init(struct builder *b);
+static void fini(struct builder *b);
+static void memory(const struct builder *b, double *bytes);
+static void grads(struct builder *b, double params, uint32_t op);
+static void backward_end(struct builder *b, uint32_t last);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
+
+const struct par_dp_strategy par_dp_ddp_after = {
+	.name = "ddp-after",
+	.title = "DDP (ddp-after)",
+	.help = "reference: DDP with one all-reduce of all the gradients after the backward",
+	.flags = PAR_DP_PIPELINE | PAR_DP_MOE,
+	.init = init,
+	.fini = fini,
+	.memory = memory,
+	.grads = grads,
+	.backward_end = backward_end,
+	.exposed_s = exposed_s,
+	.plan_memory = plan_memory,
+};
+
 /* Private state: the gradient bytes of this backward so far. */
 struct after {
 	double bytes;
@@ -65,17 +87,3 @@ static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
 	m->states = st.weights + st.grads + st.optimizer;
 	m->buffers = st.grads;
 }
-
-const struct par_dp_strategy par_dp_ddp_after = {
-	.name = "ddp-after",
-	.title = "DDP (ddp-after)",
-	.help = "reference: DDP with one all-reduce of all the gradients after the backward",
-	.flags = PAR_DP_PIPELINE | PAR_DP_MOE,
-	.init = init,
-	.fini = fini,
-	.memory = memory,
-	.grads = grads,
-	.backward_end = backward_end,
-	.exposed_s = exposed_s,
-	.plan_memory = plan_memory,
-};

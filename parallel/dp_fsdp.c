@@ -15,6 +15,32 @@
 
 #include "parallel/dp-int.h"
 
+static int check_layout(const struct par_layout *l, char *err, size_t errlen);
+static int check(const struct par_dp_env *e, char *err, size_t errlen);
+static uint32_t shard(const struct par_layout *l, const struct topo_config *cl, uint32_t dpn);
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
+
+const struct par_dp_strategy par_dp_fsdp = {
+	.name = "fsdp",
+	.title = "FSDP",
+	.help = "PyTorch FSDP: parameters sharded in units of parallel.fsdp.unit_layers layers "
+		"(fsdp.prefetch, fsdp.reshard; fsdp.hsdp shards inside a node)",
+	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_SHARDS_GRADS | PAR_DP_SHARDS_PARAMS |
+		 PAR_DP_REDUCE_EVERY_MB | PAR_DP_ALIAS_FSDP,
+	.check_layout = check_layout,
+	.check = check,
+	.shard = shard,
+	.init = init,
+	.fini = par_dps_fini,
+	.memory = par_dps_memory,
+	.layer_begin = par_dps_layer_begin,
+	.layer_end = par_dps_layer_end,
+	.exposed_s = exposed_s,
+	.plan_memory = plan_memory,
+};
+
 static int check_layout(const struct par_layout *l, char *err, size_t errlen)
 {
 	if (l->fsdp.hsdp && l->tp * l->cp * l->pp > 1)
@@ -60,22 +86,3 @@ static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
 	m->states = par_dp_plan_states(c, 3);
 	m->buffers = 0;
 }
-
-const struct par_dp_strategy par_dp_fsdp = {
-	.name = "fsdp",
-	.title = "FSDP",
-	.help = "PyTorch FSDP: parameters sharded in units of parallel.fsdp.unit_layers layers "
-		"(fsdp.prefetch, fsdp.reshard; fsdp.hsdp shards inside a node)",
-	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_SHARDS_GRADS | PAR_DP_SHARDS_PARAMS |
-		 PAR_DP_REDUCE_EVERY_MB | PAR_DP_ALIAS_FSDP,
-	.check_layout = check_layout,
-	.check = check,
-	.shard = shard,
-	.init = init,
-	.fini = par_dps_fini,
-	.memory = par_dps_memory,
-	.layer_begin = par_dps_layer_begin,
-	.layer_end = par_dps_layer_end,
-	.exposed_s = exposed_s,
-	.plan_memory = plan_memory,
-};

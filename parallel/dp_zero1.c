@@ -12,25 +12,9 @@
  */
 #include "parallel/dp-int.h"
 
-static void init(struct builder *b)
-{
-	const struct par_ddp *d = &b->t->layout->ddp;
-	const struct dp_bucket_policy p = {
-		.reduce = SIM_COLL_REDUCESCATTER, .overlap = d->overlap_param_gather,
-		.gather_params = 1, .gather_ahead = d->overlap_param_gather && b->dpn > 1,
-	};
-	par_dpb_init(b, &p);
-}
-
-static double exposed_s(const struct par_dp_costs *c)
-{
-	return c->allreduce_s;
-}
-
-static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
-{
-	par_dpb_plan_memory(c, 1, m);
-}
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero1 = {
 	.name = "zero1",
@@ -50,3 +34,23 @@ const struct par_dp_strategy par_dp_zero1 = {
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
 };
+
+static void init(struct builder *b)
+{
+	const struct par_ddp *d = &b->t->layout->ddp;
+	const struct dp_bucket_policy p = {
+		.reduce = SIM_COLL_REDUCESCATTER, .overlap = d->overlap_param_gather,
+		.gather_params = 1, .gather_ahead = d->overlap_param_gather && b->dpn > 1,
+	};
+	par_dpb_init(b, &p);
+}
+
+static double exposed_s(const struct par_dp_costs *c)
+{
+	return c->allreduce_s;
+}
+
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
+{
+	par_dpb_plan_memory(c, 1, m);
+}

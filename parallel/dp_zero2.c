@@ -13,6 +13,29 @@
 
 #include "parallel/dp-int.h"
 
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
+
+const struct par_dp_strategy par_dp_zero2 = {
+	.name = "zero2",
+	.title = "ZeRO-2",
+	.help = "ZeRO-2: gradients sharded too, reduce-scattered bucket by bucket every "
+		"micro-batch; parameters all-gathered after the step",
+	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_SHARDS_GRADS | PAR_DP_REDUCE_EVERY_MB |
+		 PAR_DP_OFFLOAD | PAR_DP_PARAM_GATHER | PAR_DP_ALIAS_ZERO,
+	.init = init,
+	.fini = par_dpb_fini,
+	.memory = par_dpb_memory,
+	.layer_begin = par_dpb_layer_begin,
+	.grads = par_dpb_grads,
+	.backward_end = par_dpb_backward_end,
+	.after_step = par_dpb_after_step,
+	.check_program = par_dpb_check_gathers,
+	.exposed_s = exposed_s,
+	.plan_memory = plan_memory,
+};
+
 static void init(struct builder *b)
 {
 	const struct par_ddp *d = &b->t->layout->ddp;
@@ -33,22 +56,3 @@ static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
 {
 	par_dpb_plan_memory(c, 2, m);
 }
-
-const struct par_dp_strategy par_dp_zero2 = {
-	.name = "zero2",
-	.title = "ZeRO-2",
-	.help = "ZeRO-2: gradients sharded too, reduce-scattered bucket by bucket every "
-		"micro-batch; parameters all-gathered after the step",
-	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_SHARDS_GRADS | PAR_DP_REDUCE_EVERY_MB |
-		 PAR_DP_OFFLOAD | PAR_DP_PARAM_GATHER | PAR_DP_ALIAS_ZERO,
-	.init = init,
-	.fini = par_dpb_fini,
-	.memory = par_dpb_memory,
-	.layer_begin = par_dpb_layer_begin,
-	.grads = par_dpb_grads,
-	.backward_end = par_dpb_backward_end,
-	.after_step = par_dpb_after_step,
-	.check_program = par_dpb_check_gathers,
-	.exposed_s = exposed_s,
-	.plan_memory = plan_memory,
-};

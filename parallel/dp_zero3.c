@@ -12,22 +12,9 @@
 
 #include "parallel/dp-int.h"
 
-static void init(struct builder *b)
-{
-	const struct dp_shard_policy p = { .unit_layers = 1, .prefetch = 1, .reshard = 1 };
-	par_dps_init(b, &p);
-}
-
-static double exposed_s(const struct par_dp_costs *c)
-{
-	return fmax(0, 1.5 * c->allreduce_s - c->micro_batches * c->stage_s);
-}
-
-static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
-{
-	m->states = par_dp_plan_states(c, 3);
-	m->buffers = 0;
-}
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero3 = {
 	.name = "zero3",
@@ -44,3 +31,20 @@ const struct par_dp_strategy par_dp_zero3 = {
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
 };
+
+static void init(struct builder *b)
+{
+	const struct dp_shard_policy p = { .unit_layers = 1, .prefetch = 1, .reshard = 1 };
+	par_dps_init(b, &p);
+}
+
+static double exposed_s(const struct par_dp_costs *c)
+{
+	return fmax(0, 1.5 * c->allreduce_s - c->micro_batches * c->stage_s);
+}
+
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
+{
+	m->states = par_dp_plan_states(c, 3);
+	m->buffers = 0;
+}
