@@ -1,9 +1,9 @@
 /*
- * builder.c - the step builder's own machinery: the data-parallel size
- * and micro-batches, the
- * helpers the strategies call (collectives, parameters, memory markers,
- * waits), appending model ops to the compute stream, and building one
- * stage's program from the schedule's actions (par_b_build).
+ * builder.c - the step builder's own machinery: the data-parallel size and
+ * micro-batches, the helpers the strategies call (collectives, parameters,
+ * memory markers, waits), appending model ops to the compute stream, and
+ * building one stage's program from the schedule's actions (par_b_build),
+ * with the strategy's private state from its init to its fini hook.
  *
  * A compute op waits for what the builder holds for it (par_b_wait): a
  * pipeline receive, tensor- or context-parallel collectives, parameter
