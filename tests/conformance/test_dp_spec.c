@@ -1,7 +1,8 @@
 /*
  * test_dp_spec.c - each data-parallel strategy's closed forms (parallel/dp.h:
  * exposed_s, plan_memory) against flow fidelity on an idealised case, as
- * SPEC C1-C5 are for the collectives; and the registry itself.
+ * SPEC C1-C5 are for the collectives (the registry's own tests:
+ * tests/unit/test_dp.c).
  *
  * The case: the lesson's fixture (scenarios/ddp-lesson.yaml: the ideal
  * cluster, A100 peak at efficiency 1, no launch overhead) made
@@ -217,112 +218,6 @@ START_TEST(ddp_after_is_ddp_without_overlap)
 }
 END_TEST
 
-/* ---- the registry ------------------------------------------------------------ */
-
-START_TEST(registry_names_unique_and_found)
-{
-	size_t n = par_dp_count();
-	ck_assert_uint_ge(n, 5);
-	const char *const *names = par_dp_key_names();
-	ck_assert_str_eq(names[0], "auto");
-	for (size_t i = 0; i < n; i++) {
-		const struct par_dp_strategy *s = par_dp_strategies[i];
-		ck_assert_ptr_nonnull(s);
-		ck_assert_ptr_eq(par_dp_find(s->name), s);
-		ck_assert_int_eq(par_dp_index(s), (int)i);
-		ck_assert_str_eq(names[i + 1], s->name);
-		for (size_t j = 0; j < i; j++)
-			ck_assert_str_ne(par_dp_strategies[j]->name, s->name);
-		/* What every strategy must give. */
-		ck_assert_msg(s->title && *s->title && s->help && *s->help &&
-			      !strchr(s->help, '\n'), "%s: title and one line of help", s->name);
-		ck_assert_msg(s->memory && s->exposed_s && s->plan_memory,
-			      "%s: memory and closed forms", s->name);
-		ck_assert_msg(!s->init == !s->fini, "%s: init and fini go together", s->name);
-		/* A layout naming entry i gets it. */
-		struct par_layout l = { .strategy = (int)i + 1 };
-		ck_assert_ptr_eq(par_dp_strategy_of(&l), s);
-	}
-	ck_assert_ptr_null(par_dp_strategies[n]);
-	ck_assert_ptr_null(names[n + 1]);
-	ck_assert_ptr_null(par_dp_find("zero4"));
-	ck_assert_ptr_null(par_dp_find("auto"));
-}
-END_TEST
-
-/* The aliases and flags say what the code said before the strategies were
- * plug-ins: parallel.zero N and fsdp.enabled pick them; ZeRO-1 and up step
- * on a shard; ZeRO-2 and up reduce every micro-batch; only DDP and ZeRO-1
- * take MoE and a pipeline; only ZeRO-1 and -2 offload and gather after the
- * step. */
-START_TEST(flags_keep_the_old_rules)
-{
-	static const char *const by_zero[] = { "ddp", "zero1", "zero2", "zero3" };
-	for (unsigned z = 0; z < 4; z++) {
-		const struct par_dp_strategy *s = par_dp_of_aliases(z, false);
-		ck_assert_str_eq(s->name, by_zero[z]);
-		ck_assert_uint_eq(par_dp_zero_stage(s), z);
-		struct par_layout l = { .zero = z };
-		ck_assert_ptr_eq(par_dp_strategy_of(&l), s);
-		ck_assert_ptr_eq(par_dp_of_aliases(z, true), par_dp_find("fsdp"));
-	}
-	for (size_t i = 0; par_dp_strategies[i]; i++) {
-		const struct par_dp_strategy *s = par_dp_strategies[i];
-		unsigned z = par_dp_zero_stage(s), f = s->flags;
-		int fsdp = (f & PAR_DP_ALIAS_FSDP) != 0;
-		if (!(f & (PAR_DP_ALIAS_ZERO | PAR_DP_ALIAS_FSDP)))
-			continue;  /* named by parallel.strategy only */
-		ck_assert_str_eq(s->name, fsdp ? "fsdp" : by_zero[z]);
-		ck_assert_int_eq(!!(f & PAR_DP_SHARDS_OPTIMIZER), z >= 1 || fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_REDUCE_EVERY_MB), z >= 2 || fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_SHARDS_PARAMS), z == 3 || fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_MOE), z < 2 && !fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_PIPELINE), z < 2 && !fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_OFFLOAD), (z == 1 || z == 2) && !fsdp);
-		ck_assert_int_eq(!!(f & PAR_DP_PARAM_GATHER), (z == 1 || z == 2) && !fsdp);
-		if (fsdp)
-			ck_assert_uint_eq(z, 3);
-	}
-}
-END_TEST
-
-/* The checks the flags state keep their texts. */
-START_TEST(checks_refuse_with_the_old_texts)
-{
-	char err[512];
-	struct par_model m = { .layers = 4 };
-	struct topo_config cl = { .kind = TOPO_IDEAL, .gpus_per_node = 1 };
-	struct par_layout l = { .tp = 1, .pp = 2, .cp = 1, .zero = 2 };
-	ck_assert_int_eq(par_dp_check_layout(&l, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "parallel.pp: pipeline parallelism combines with DDP and ZeRO-1 "
-		       "(Megatron's distributed optimizer), not with ZeRO-2");
-	l.pp = 1, l.fsdp.enabled = true, l.fsdp.hsdp = true, l.tp = 2;
-	ck_assert_int_eq(par_dp_check_layout(&l, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "parallel.fsdp.hsdp: HSDP is simulated with data parallelism only "
-		       "(tp, cp and pp 1)");
-	l.tp = 1;
-	ck_assert_int_eq(par_dp_check_layout(&l, err, sizeof(err)), 0);
-	struct par_dp_env e = { .layout = &l, .model = &m, .cluster = &cl, .dp = 8 };
-	ck_assert_int_eq(par_dp_check(&e, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "parallel.fsdp.hsdp: sharding inside a node needs nodes of several "
-		       "GPUs, all in the data-parallel group");
-	l.fsdp.enabled = false, l.fsdp.hsdp = false, l.zero = 3, l.offload.enabled = true;
-	ck_assert_int_eq(par_dp_check(&e, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "parallel.offload.enabled: optimizer offload works with "
-		       "parallel.zero 1 or 2 (ZeRO-Offload), not with ZeRO-3");
-	l.zero = 0, l.offload.enabled = false, l.ddp.overlap_param_gather = true;
-	ck_assert_int_eq(par_dp_check(&e, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "parallel.ddp.overlap_param_gather: the parameters gathered after "
-		       "the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or 2), not DDP's");
-	l.zero = 1;
-	ck_assert_int_eq(par_dp_check(&e, err, sizeof(err)), 0);
-	l.zero = 2, l.ddp.overlap_param_gather = false, m.moe.experts = 8;
-	ck_assert_int_eq(par_dp_check(&e, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "model.moe: mixture-of-experts layers are simulated with DDP or "
-		       "ZeRO-1 (Megatron's distributed optimizer), not with ZeRO-2");
-}
-END_TEST
-
 static Suite *suite(void)
 {
 	Suite *s = suite_create("dp_spec");
@@ -332,11 +227,6 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, memory_closed_form_matches_flow, 0, ARRAY_SIZE(cases));
 	tcase_add_test(tc, ddp_after_is_ddp_without_overlap);
 	suite_add_tcase(s, tc);
-	TCase *reg = tcase_create("registry");
-	tcase_add_test(reg, registry_names_unique_and_found);
-	tcase_add_test(reg, flags_keep_the_old_rules);
-	tcase_add_test(reg, checks_refuse_with_the_old_texts);
-	suite_add_tcase(s, reg);
 	return s;
 }
 
