@@ -1,9 +1,9 @@
 /*
- * builder.c - the step builder's own machinery: which data-parallel
- * strategy a layout uses, the data-parallel size and micro-batches, the
- * helpers the strategies call (collectives, parameters, memory markers,
- * waits), appending model ops to the compute stream, and building one
- * stage's program from the schedule's actions (par_b_build).
+ * builder.c - the step builder's own machinery: the data-parallel size and
+ * micro-batches, the helpers the strategies call (collectives, parameters,
+ * memory markers, waits), appending model ops to the compute stream, and
+ * building one stage's program from the schedule's actions (par_b_build),
+ * with the strategy's private state from its init to its fini hook.
  *
  * A compute op waits for what the builder holds for it (par_b_wait): a
  * pipeline receive, tensor- or context-parallel collectives, parameter
@@ -17,23 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/*
- * The data-parallel strategies. To add one: write parallel/dp_NAME.c
- * exporting `const struct par_dp_strategy par_dp_NAME` (train-int.h),
- * declare it there, choose it in par_dp_strategy_of() below, add the file to
- * Makefile.am and a case to tests/conformance/test_zero_spec.c.
- */
-const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l)
-{
-	static const struct par_dp_strategy *const by_zero[] = {
-		&par_dp_ddp, &par_dp_zero1, &par_dp_zero2, &par_dp_zero3,
-	};
-	if (l->fsdp.enabled)
-		return &par_dp_fsdp;
-	BUG_ON(l->zero > 3);
-	return by_zero[l->zero];
-}
 
 uint32_t par_dp_of(const struct par_train *t)
 {
@@ -278,9 +261,7 @@ struct sim_program *par_b_build_with(const struct par_train *t, struct builder *
 	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
 	b->sp = l->sp && l->tp > 1;
 	b->nranks = b->dpn * l->tp * l->pp;
-	b->shard = l->fsdp.enabled && l->fsdp.hsdp
-			   ? topo_config_gpus_per_node(t->cluster)
-			   : b->dpn;
+	b->shard = b->dp->shard ? b->dp->shard(l, t->cluster, b->dpn) : b->dpn;
 	b->params = stage_params(b);
 	b->cp = l->cp, b->cpi = cpi;
 	b->local = *t->training;
@@ -290,26 +271,28 @@ struct sim_program *par_b_build_with(const struct par_train *t, struct builder *
 	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
+	if (b->dp->init)
+		b->dp->init(b);
 	/* The schedule's actions, each a pass of one micro-batch and chunk. */
 	size_t n = sched->nactions(b->pp, stage, b->nmb, b->vpp);
 	struct par_action *acts = xmalloc((n ? n : 1) * sizeof(*acts));
 	sched->actions(b->pp, stage, b->nmb, b->vpp, acts);
 	for (size_t i = 0; i < n; i++) {
 		b->mb = acts[i].mb, b->chunk = acts[i].chunk;
-		b->reduce = b->dpn > 1 && (b->dp->reduce_every_mb || b->mb + 1 == b->nmb);
+		b->reduce = b->dpn > 1 && (par_dp_reduces_every_mb(b->dp) || b->mb + 1 == b->nmb);
 		par_pass(b, acts[i].kind, i + 1 == n);
 	}
 	free(acts);
 	uint32_t step = par_b_optimizer_step(b);
 	if (b->dp->after_step && b->dpn > 1 && after_step)
 		b->dp->after_step(b, step);
+	if (b->dp->fini)
+		b->dp->fini(b);
 	free(b->ops);
-	free(b->held);
-	free(b->gather);
 	free(b->moe_factor);
 	free(b->moe_dropped);
 	free(b->waits);
-	b->ops = NULL, b->held = NULL, b->gather = NULL, b->moe_factor = b->moe_dropped = NULL;
+	b->ops = NULL, b->moe_factor = b->moe_dropped = NULL;
 	b->waits = NULL, b->nwaits = b->waitcap = 0;
 	return b->prog;
 }

@@ -106,6 +106,11 @@ struct par_layout {
 	struct par_fsdp fsdp;
 	struct par_ddp ddp;
 	struct par_offload offload;
+	/* parallel.strategy: 0 = auto (the one parallel.zero and
+	 * parallel.fsdp.enabled name), i = entry i - 1 of par_dp_strategies
+	 * (parallel/dp.h; the load sets the aliases to agree with it). Code
+	 * that changes zero or fsdp.enabled of a layout sets it to 0. */
+	int strategy;
 	/* Algorithm per collective op; NULL = auto. */
 	const struct sim_coll_algo *algo[SIM_COLL_NOPS];
 };

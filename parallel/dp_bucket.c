@@ -1,6 +1,8 @@
 /*
- * dp_bucket.c - data parallelism with replicated parameters and bucketed
- * gradients: PyTorch DDP, and DeepSpeed's ZeRO stages 1 and 2.
+ * dp_bucket.c - the machinery of data parallelism with replicated
+ * parameters and bucketed gradients, shared by PyTorch DDP (dp_ddp.c) and
+ * DeepSpeed's ZeRO stages 1 and 2 (dp_zero1.c, dp_zero2.c); each chooses
+ * its policy (struct dp_bucket_policy, dp-int.h) in its init hook.
  *
  * As each weight-gradient op finishes, its parameters join the open bucket
  * in backward order; a bucket closes once it holds at least
@@ -29,65 +31,88 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "parallel/train-int.h"
+#include "parallel/dp-int.h"
 #include "sim/units.h"
+
+/* The strategy's bucket state (b->dp_state). */
+struct dp_bucket {
+	struct dp_bucket_policy p;
+	double open;                 /* gradient bytes in the open bucket    */
+	double *held;                /* closed buckets not yet issued        */
+	unsigned nheld, nops;
+	uint32_t *gather;            /* per layer piece (gather ahead): its
+				      * gather op                            */
+};
+
+static struct dp_bucket *state(const struct builder *b)
+{
+	BUG_ON(!b->dp_state);
+	return b->dp_state;
+}
+
+void par_dpb_init(struct builder *b, const struct dp_bucket_policy *p)
+{
+	struct dp_bucket *s = xcalloc(1, sizeof(*s));
+	s->p = *p;
+	b->dp_state = s;
+}
+
+void par_dpb_fini(struct builder *b)
+{
+	struct dp_bucket *s = b->dp_state;
+	if (s) {
+		free(s->held);
+		free(s->gather);
+		free(s);
+	}
+	b->dp_state = NULL;
+}
 
 /* Reduce one closed bucket: all-reduce (ddp) or reduce-scatter (zero). */
 static void bucket_issue(struct builder *b, double bytes, uint32_t after)
 {
-	int ddp = b->dp == &par_dp_ddp;
+	struct dp_bucket *s = state(b);
+	int ar = s->p.reduce == SIM_COLL_ALLREDUCE;
 	char name[64];
-	sim_fmt(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, b->nops_comm++,
-		ddp ? "allreduce" : "reducescatter");
-	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name,
-				       ddp ? SIM_COLL_ALLREDUCE : SIM_COLL_REDUCESCATTER,
-				       SLOT_DP, bytes, after);
-}
-
-/* Does this strategy reduce buckets while the backward goes on? */
-static int overlaps(const struct builder *b)
-{
-	const struct par_ddp *d = &b->t->layout->ddp;
-	return b->dp == &par_dp_zero1 ? d->overlap_param_gather : d->overlap;
-}
-
-static int gathers_ahead(const struct builder *b)
-{
-	return b->t->layout->ddp.overlap_param_gather && b->dpn > 1;
+	sim_fmt(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, s->nops++,
+		ar ? "allreduce" : "reducescatter");
+	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, s->p.reduce, SLOT_DP, bytes, after);
 }
 
 /* Close the open bucket after op `after`; issue it now or hold it. */
 static void bucket_close(struct builder *b, uint32_t after, int last)
 {
-	if (b->bucket > 0) {
-		b->held = xreallocarray(b->held, b->nheld + 1, sizeof(double));
-		b->held[b->nheld++] = b->bucket;
-		b->bucket = 0;
+	struct dp_bucket *s = state(b);
+	if (s->open > 0) {
+		s->held = xreallocarray(s->held, s->nheld + 1, sizeof(double));
+		s->held[s->nheld++] = s->open;
+		s->open = 0;
 	}
-	if (!overlaps(b) && !last)
+	if (!s->p.overlap && !last)
 		return;
-	for (unsigned i = 0; i < b->nheld; i++)
-		bucket_issue(b, b->held[i], after);
-	b->nheld = 0;
+	for (unsigned i = 0; i < s->nheld; i++)
+		bucket_issue(b, s->held[i], after);
+	s->nheld = 0;
 }
 
-static void bucket_grads(struct builder *b, double params, uint32_t op)
+void par_dpb_grads(struct builder *b, double params, uint32_t op)
 {
-	b->bucket += params * b->grad_elem;
-	if (b->bucket >= b->t->layout->ddp.bucket_bytes)
+	struct dp_bucket *s = state(b);
+	s->open += params * b->grad_elem;
+	if (s->open >= b->t->layout->ddp.bucket_bytes)
 		bucket_close(b, op, 0);
 }
 
-static void bucket_end(struct builder *b, uint32_t last)
+void par_dpb_backward_end(struct builder *b, uint32_t last)
 {
 	bucket_close(b, last, 1);
 }
 
 /* ZeRO-1/2: all-gather the updated parameters, bucket by bucket. */
-static void gather_params(struct builder *b, uint32_t step)
+void par_dpb_after_step(struct builder *b, uint32_t step)
 {
-	if (gathers_ahead(b))
-		return;  /* the next step's forward gathers them */
+	if (!state(b)->p.gather_params || state(b)->p.gather_ahead)
+		return;  /* none, or the next step's forward gathers them */
 	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
 	unsigned k = 0;
 	for (double done = 0; done < total; done += cap, k++) {
@@ -100,14 +125,15 @@ static void gather_params(struct builder *b, uint32_t step)
 }
 
 /*
- * The all-gathers gather_params issues: ceil(2 x params / ddp.bucket), which
+ * The all-gathers par_dpb_after_step issues: ceil(2 x params / ddp.bucket), which
  * no other key bounds (the bucket may be 1 B). Gradient buckets, and the
  * gathers ahead of overlap_param_gather, hold whole tensors: at most one per
  * layer piece, so the program's other ops bound them.
  */
-int par_b_check_gathers(const struct builder *b, double *most, char *err, size_t errlen)
+int par_dpb_check_gathers(const struct builder *b, double *most, char *err, size_t errlen)
 {
-	if ((b->dp != &par_dp_zero1 && b->dp != &par_dp_zero2) || b->dpn <= 1 || gathers_ahead(b))
+	/* The program is built and its state freed: the layout says it. */
+	if (b->dpn <= 1 || b->t->layout->ddp.overlap_param_gather)
 		return 0;
 	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
 	double n = ceil(total / cap);
@@ -151,20 +177,21 @@ static void plan_piece(void *ctx, int piece, double params)
  * Issue the previous update's gathers at the start of the program, pieces
  * grouped into buckets of the gradient buckets' parameter count (at least
  * ddp.bucket bytes of gradients; a bucket does not end just before the
- * head), and note for each layer (b->gather[piece + 2]) the gather its first
+ * head), and note for each layer (gather[piece + 2]) the gather its first
  * forward waits for.
  */
 static void plan_gathers(struct builder *b)
 {
+	struct dp_bucket *s = state(b);
 	struct gather_plan g = { .b = b };
 	unsigned L = b->t->model->layers;
 	double cap = b->t->layout->ddp.bucket_bytes / b->grad_elem * 2, acc = 0;
 	size_t start = 0;
 	unsigned k = 0;
 	par_b_each_param(b, plan_piece, &g);
-	b->gather = xmalloc((L + 2) * sizeof(uint32_t));
+	s->gather = xmalloc((L + 2) * sizeof(uint32_t));
 	for (unsigned i = 0; i < L + 2; i++)
-		b->gather[i] = NO_OP;
+		s->gather[i] = NO_OP;
 	for (size_t i = 0; i < g.n; i++) {
 		acc += g.bytes[i];
 		int last = i + 1 == g.n;
@@ -176,7 +203,7 @@ static void plan_gathers(struct builder *b)
 					 NO_OP);
 		b->last_param_comm = op;
 		for (size_t j = start; j <= i; j++)
-			b->gather[g.piece[j] + 2] = op;
+			s->gather[g.piece[j] + 2] = op;
 		start = i + 1;
 		acc = 0;
 	}
@@ -185,60 +212,36 @@ static void plan_gathers(struct builder *b)
 }
 
 /* Before a layer's (or the embedding's) first forward: wait for its bucket. */
-static void wait_gathered(struct builder *b, int l, enum par_phase ph)
+void par_dpb_layer_begin(struct builder *b, int l, enum par_phase ph)
 {
-	if (!gathers_ahead(b) || ph != PAR_FWD)
+	struct dp_bucket *s = state(b);
+	if (!s->p.gather_ahead || ph != PAR_FWD)
 		return;
-	if (!b->gather)
+	if (!s->gather)
 		plan_gathers(b);
-	uint32_t *g = &b->gather[l + 2];
+	uint32_t *g = &s->gather[l + 2];
 	par_b_wait(b, *g);
 	*g = NO_OP;  /* later forwards of the layer come after it on the stream */
 }
 
-static void memory_of(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
+void par_dpb_memory(const struct builder *b, double *bytes)
 {
-	par_b_states(b, zero, bytes);
+	par_b_states(b, par_dp_zero_stage(b->dp), bytes);
 	bytes[PAR_MEM_BUFFERS] = b->dpn > 1 ? 2 * b->t->layout->ddp.bucket_bytes : 0;
 }
 
-static void ddp_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+double par_dp_plan_states(const struct par_dp_costs *c, unsigned zero)
 {
-	memory_of(b, 0, bytes);
+	struct par_states st;
+	par_model_states(c->params, c->precision, c->optimizer, zero, c->dp,
+			 c->layout->ddp.fp32_grads, &st);
+	return st.weights + st.grads + st.optimizer;
 }
 
-static void zero1_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+/* The planner counts two buckets whatever the group (a group of one holds
+ * none in the simulator: an estimate, on the safe side). */
+void par_dpb_plan_memory(const struct par_dp_costs *c, unsigned zero, struct par_dp_mem *m)
 {
-	memory_of(b, 1, bytes);
+	m->states = par_dp_plan_states(c, zero);
+	m->buffers = 2 * c->layout->ddp.bucket_bytes;
 }
-
-static void zero2_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
-{
-	memory_of(b, 2, bytes);
-}
-
-const struct par_dp_strategy par_dp_ddp = {
-	.name = "ddp",
-	.static_memory = ddp_memory,
-	.grads = bucket_grads,
-	.backward_end = bucket_end,
-};
-
-const struct par_dp_strategy par_dp_zero1 = {
-	.name = "zero1",
-	.static_memory = zero1_memory,
-	.layer_begin = wait_gathered,
-	.grads = bucket_grads,
-	.backward_end = bucket_end,
-	.after_step = gather_params,
-};
-
-const struct par_dp_strategy par_dp_zero2 = {
-	.name = "zero2",
-	.reduce_every_mb = 1,
-	.static_memory = zero2_memory,
-	.layer_begin = wait_gathered,
-	.grads = bucket_grads,
-	.backward_end = bucket_end,
-	.after_step = gather_params,
-};

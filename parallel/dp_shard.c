@@ -1,6 +1,8 @@
 /*
- * dp_shard.c - data parallelism with sharded parameters: DeepSpeed ZeRO-3
- * and PyTorch FSDP (full shard, and HSDP).
+ * dp_shard.c - the machinery of data parallelism with sharded parameters,
+ * shared by DeepSpeed ZeRO-3 (dp_zero3.c) and PyTorch FSDP (dp_fsdp.c: full
+ * shard, and HSDP); each chooses its policy (struct dp_shard_policy,
+ * dp-int.h) in its init hook.
  *
  * The model is cut into units: FSDP wraps parallel.fsdp.unit_layers layers
  * per unit, ZeRO-3 one layer; the embedding and the head form the root unit,
@@ -22,24 +24,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "parallel/train-int.h"
+#include "parallel/dp-int.h"
 
 /* Parameters gathered and computed in bf16 (FSDP mixed precision). */
 #define PARAM_BYTES 2.0
 
+/* The strategy's shard state (b->dp_state). */
+struct dp_shard {
+	struct dp_shard_policy p;
+	uint32_t *gather;            /* per phase and unit: its gather issued
+				      * ahead, or NO_OP                     */
+	unsigned units;
+};
+
+static struct dp_shard *state(const struct builder *b)
+{
+	BUG_ON(!b->dp_state);
+	return b->dp_state;
+}
+
+void par_dps_init(struct builder *b, const struct dp_shard_policy *p)
+{
+	struct dp_shard *s = xcalloc(1, sizeof(*s));
+	s->p = *p;
+	BUG_ON(s->p.unit_layers < 1);
+	b->dp_state = s;
+}
+
+void par_dps_fini(struct builder *b)
+{
+	struct dp_shard *s = b->dp_state;
+	if (s) {
+		free(s->gather);
+		free(s);
+	}
+	b->dp_state = NULL;
+}
+
 static unsigned unit_layers(const struct builder *b)
 {
-	return b->dp == &par_dp_fsdp ? b->t->layout->fsdp.unit_layers : 1;
+	return state(b)->p.unit_layers;
 }
 
 static int prefetch(const struct builder *b)
 {
-	return b->dp == &par_dp_zero3 || b->t->layout->fsdp.prefetch;
+	return state(b)->p.prefetch;
 }
 
 static int reshard(const struct builder *b)
 {
-	return b->dp == &par_dp_zero3 || b->t->layout->fsdp.reshard;
+	return state(b)->p.reshard;
 }
 
 /* Units: index u covers layers [u*k, (u+1)*k); the root unit is -1. */
@@ -95,11 +129,12 @@ static uint32_t gather(struct builder *b, int u, enum par_phase ph, uint32_t aft
 /* The slot of the gather issued ahead for unit u in phase ph. */
 static uint32_t *ahead(struct builder *b, int u, enum par_phase ph)
 {
-	if (!b->gather) {
-		b->units = (unsigned)unit_count(b);
-		b->gather = xmalloc(2 * (b->units + 1) * sizeof(uint32_t));
+	struct dp_shard *s = state(b);
+	if (!s->gather) {
+		s->units = (unsigned)unit_count(b);
+		s->gather = xmalloc(2 * (s->units + 1) * sizeof(uint32_t));
 	}
-	return &b->gather[(ph == PAR_FWD ? 0 : b->units + 1) + (unsigned)(u + 1)];
+	return &s->gather[(ph == PAR_FWD ? 0 : s->units + 1) + (unsigned)(u + 1)];
 }
 
 /* Before a unit's first op: take its prefetched gather, or gather now. */
@@ -125,15 +160,16 @@ static void prefetch_next(struct builder *b, int u, enum par_phase ph)
 		*slot = gather(b, next, ph, b->last_compute);
 }
 
-static void shard_begin(struct builder *b, int l, enum par_phase ph)
+void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph)
 {
 	int u = unit_of(b, l);
 	if (l >= 0 && !first_layer(b, l, ph))
 		return;
 	if (l < 0 && ph == PAR_FWD) {           /* a micro-batch starts */
+		struct dp_shard *s = state(b);
 		ahead(b, 0, PAR_FWD);
-		for (unsigned i = 0; i < 2 * (b->units + 1); i++)
-			b->gather[i] = NO_OP;
+		for (unsigned i = 0; i < 2 * (s->units + 1); i++)
+			s->gather[i] = NO_OP;
 	}
 	/* In backward the root, and every unit without resharding, is still
 	 * gathered from the forward. */
@@ -171,7 +207,7 @@ static void unit_reduce(struct builder *b, int u)
 	}
 }
 
-static void shard_end(struct builder *b, int l, enum par_phase ph)
+void par_dps_layer_end(struct builder *b, int l, enum par_phase ph)
 {
 	int u = unit_of(b, l);
 	if (l >= 0 && !last_layer(b, l, ph))
@@ -186,25 +222,7 @@ static void shard_end(struct builder *b, int l, enum par_phase ph)
 	unit_free(b, u);
 }
 
-static void shard_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
+void par_dps_memory(const struct builder *b, double *bytes)
 {
 	par_b_states(b, 3, bytes);
 }
-
-const struct par_dp_strategy par_dp_zero3 = {
-	.name = "zero3",
-	.reduce_every_mb = 1,
-	.sharded_params = 1,
-	.static_memory = shard_memory,
-	.layer_begin = shard_begin,
-	.layer_end = shard_end,
-};
-
-const struct par_dp_strategy par_dp_fsdp = {
-	.name = "fsdp",
-	.reduce_every_mb = 1,
-	.sharded_params = 1,
-	.static_memory = shard_memory,
-	.layer_begin = shard_begin,
-	.layer_end = shard_end,
-};

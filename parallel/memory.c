@@ -15,10 +15,11 @@
 static int supported(const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
-	if (t->model->moe.experts && (l->zero >= 2 || l->fsdp.enabled))
-		return sim_errf(err, errlen, "model.moe: mixture-of-experts layers are simulated "
-				"with DDP or ZeRO-1 (Megatron's distributed optimizer), not with %s",
-				l->fsdp.enabled ? "FSDP" : l->zero == 2 ? "ZeRO-2" : "ZeRO-3");
+	const struct par_dp_env env = {
+		.layout = l, .model = t->model, .cluster = t->cluster, .dp = par_dp_of(t),
+	};
+	if (par_dp_check(&env, err, errlen) < 0)  /* what the strategy cannot run */
+		return -1;
 	if (t->symmetry_dp && t->model->moe.experts)
 		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
 				"behave alike, and a mixture of experts routes each replica's tokens "
@@ -26,10 +27,6 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 	if (l->ep > 1 && !t->model->moe.experts)
 		return sim_errf(err, errlen, "parallel.ep: expert parallelism needs an MoE model "
 				"(model.moe.experts)");
-	if (l->offload.enabled && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
-		return sim_errf(err, errlen, "parallel.offload.enabled: optimizer offload works "
-				"with parallel.zero 1 or 2 (ZeRO-Offload), not with %s",
-				l->fsdp.enabled ? "FSDP" : l->zero ? "ZeRO-3" : "DDP");
 	if (t->var && t->symmetry_dp && (t->var->jitter || t->var->gpu || t->var->stragglers))
 		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
 				"behave alike, and variability draws every GPU's own times; use "
@@ -37,21 +34,12 @@ static int supported(const struct par_train *t, char *err, size_t errlen)
 	if (t->var && t->var->stragglers > (uint32_t)topo_config_gpus(t->cluster))
 		return sim_errf(err, errlen, "variability.stragglers: %u stragglers, but the "
 				"cluster has %u GPUs", t->var->stragglers, (uint32_t)topo_config_gpus(t->cluster));
-	if (l->ddp.overlap_param_gather && (l->fsdp.enabled || l->zero < 1 || l->zero > 2))
-		return sim_errf(err, errlen, "parallel.ddp.overlap_param_gather: the parameters "
-				"gathered after the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or "
-				"2), not %s's", l->fsdp.enabled ? "FSDP" : l->zero ? "ZeRO-3" : "DDP");
-	if (l->fsdp.enabled && l->fsdp.hsdp && (t->cluster->kind == TOPO_IDEAL ||
-						 par_dp_of(t) % t->cluster->gpus_per_node ||
-						 t->cluster->gpus_per_node < 2))
-		return sim_errf(err, errlen, "parallel.fsdp.hsdp: sharding inside a node needs "
-				"nodes of several GPUs, all in the data-parallel group");
 	return 0;
 }
 
 void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
 {
-	b->dp->static_memory(b, bytes);
+	b->dp->memory(b, bytes);
 }
 
 /* Walk every memory change in program order: the peak and its breakdown. */
@@ -153,7 +141,8 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		struct par_memory m;
 		struct sim_program *prog = par_b_build(t, &b, s, 0, 0);
 		memory_peak(&b, prog, &m);
-		par_b_check_gathers(&b, &gathers, err, errlen);  /* refused below if it fits */
+		if (b.dp->check_program)  /* refused below if it fits */
+			b.dp->check_program(&b, &gathers, err, errlen);
 		if (s == 0 || m.peak > out->memory.peak) {
 			out->memory = m;
 			out->busiest_stage = s;
@@ -161,7 +150,7 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 		if (s == 0 && t->layout->offload.enabled) {
 			struct par_states st;
 			par_model_states(par_b_params(&b), t->training->precision,
-					 t->training->optimizer, t->layout->zero, b.shard,
+					 t->training->optimizer, par_dp_zero_stage(b.dp), b.shard,
 					 t->layout->ddp.fp32_grads, &st);
 			out->offload.saved_bytes = st.optimizer;
 			for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)

@@ -9,7 +9,7 @@
 /* Parameters this rank's optimizer updates. */
 static double step_params(const struct builder *b)
 {
-	int sharded = b->t->layout->zero >= 1 || b->t->layout->fsdp.enabled;
+	int sharded = (b->dp->flags & PAR_DP_SHARDS_OPTIMIZER) != 0;
 	return par_b_params(b) / (sharded ? b->shard : 1);
 }
 

@@ -175,7 +175,7 @@ static void pass_backward(struct builder *b, enum part part, int last_action)
 	const struct par_train *t = b->t;
 	uint32_t vs = par_b_vstage(b, b->chunk), V = b->pp * b->vpp, first, count;
 	par_b_stage_range(b, vs, &first, &count);
-	if (part != PART_ALL && b->dp->sharded_params)
+	if (part != PART_ALL && (b->dp->flags & PAR_DP_SHARDS_PARAMS))
 		BUG("a split backward with the sharded parameters of %s is not modelled",
 		    b->dp->name);
 	if (part != PART_WEIGHT && vs < V - 1)

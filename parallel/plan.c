@@ -10,9 +10,10 @@
  * pipeline phase of the layout's schedule for stages of cost S (the
  * schedule's closed forms, schedule.h: (m + (p-1)/v) S for 1F1B, GPipe and
  * interleaved, the bubble (p-1)/v S), plus the data-parallel reduction that
- * the last backward cannot hide, plus the optimizer on the rank's share.
- * Memory: model states (ZeRO over DP x CP), the first stage's micro-batches
- * in flight (the schedule's closed form) and the last stage's logits.
+ * the last backward cannot hide (the strategy's closed form, dp.h), plus the
+ * optimizer on the rank's share. Memory: model states and buffers (the
+ * strategy's closed form, over DP x CP), the first stage's micro-batches in
+ * flight (the schedule's closed form) and the last stage's logits.
  * Approximations: context-parallel transfers are assumed hidden, expert
  * routing uniform, DP overlap one micro-batch's backward.
  */
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "parallel/dp.h"
 #include "parallel/moe.h"
 #include "parallel/schedule.h"
 #include "sim/util.h"
@@ -213,27 +215,32 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	const struct par_schedule_ops *sched = par_schedule(l->schedule);
 	struct par_stage_cost cost = stage_cost(stage, per * ((1 - frac) * s->bwd +
 					frac * (e->bwd + a2a / 2) + tp / 2) + p2p / 2);
-	/* Memory: the model states, the first stage's micro-batches in flight. */
-	struct par_states st;
+	/* Memory: the model states (the strategy's closed form), the first
+	 * stage's micro-batches in flight (the schedule's). */
+	const struct par_dp_strategy *dps = par_dp_strategy_of(l);
 	double params = rank_params(p, l);
-	par_model_states(params, p->tr.precision, p->tr.optimizer, l->zero, D,
-			 p->base.ddp.fp32_grads, &st);
+	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
+	struct par_dp_costs dc = {
+		.layout = l, .params = params, .dp = D, .precision = p->tr.precision,
+		.optimizer = p->tr.optimizer, .micro_batches = mbs,
+		.allreduce_s = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0),
+		.backward_s = per * (s->bwd + tp / 2), .stage_s = stage,
+	};
+	struct par_dp_mem dm;
+	dps->plan_memory(&dc, &dm);
 	double inflight = sched->in_flight(l->pp, 0, mbs, v);
 	double act = inflight * per * s->act + (s->act_peak - s->act);
 	double logits = 4 * T * m->vocab / l->tp;
-	c->peak_bytes = st.weights + st.grads + st.optimizer + act +
-			(l->pp == 1 ? logits : 0) + (l->zero < 3 ? 2 * p->base.ddp.bucket_bytes : 0);
+	c->peak_bytes = dm.states + act + (l->pp == 1 ? logits : 0) + dm.buffers;
 	if (c->peak_bytes > p->capacity)
 		return 1 + PAR_DROP_MEMORY;
-	/* Time: the pipeline, the exposed DP reduction, the optimizer. */
+	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
+	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
-	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
-	double ar = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0);
-	double bwd_one = per * (s->bwd + tp / 2);
-	double exposed = l->zero == 1 ? ar : l->zero == 2 ? ar / 2 + fmax(0, ar / 2 - bwd_one)
-		       : l->zero == 3 ? fmax(0, 1.5 * ar - mbs * stage) : fmax(0, ar - bwd_one);
+	double exposed = dps->exposed_s(&dc);
 	struct par_op opt = { .name = "adam", .cls = PAR_OP_MEMBOUND,
-			      .bytes = 28 * params / (l->zero ? D : 1) };
+			      .bytes = 28 * params /
+				       (dps->flags & PAR_DP_SHARDS_OPTIMIZER ? D : 1) };
 	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);
 	c->exposed_s = exposed;
 	c->step_s = phase + exposed + par_compute_time_s(p->cm, &opt);
@@ -312,7 +319,7 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 			struct par_layout *l = &k.layout;
 			l->tp = tps[a], l->cp = cps[b], l->pp = pps[d], l->vpp = vpps[vi];
 			l->dp = dp, l->ep = eps[ei], l->zero = z;
-			l->sp = sp, l->fsdp.enabled = false;
+			l->sp = sp, l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;
 			(*total)++;

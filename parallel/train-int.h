@@ -1,7 +1,7 @@
 /*
  * train-int.h - what the training-step builder (builder.c and its parts) shares with the
- * data-parallel strategies (dp_bucket.c: DDP, ZeRO-1, ZeRO-2; dp_shard.c:
- * ZeRO-3, FSDP, HSDP).
+ * data-parallel strategies (parallel/dp.h: one file each, dp_NAME.c, listed
+ * in dp.c).
  *
  * The builder (builder.c, with tp.c, cp.c, moe_step.c, passes.c,
  * optimizer.c) writes one program that every rank of the step shares. It
@@ -15,6 +15,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "parallel/dp.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/train.h"
@@ -42,8 +43,6 @@ enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
 #define NO_OP UINT32_MAX
 
-struct par_dp_strategy;
-
 struct builder {
 	const struct par_train *t;
 	const struct par_dp_strategy *dp;
@@ -70,44 +69,15 @@ struct builder {
 	uint32_t *waits;
 	unsigned nwaits, waitcap;
 	uint32_t last_compute;       /* the last compute op appended       */
-	/* Strategy state. */
-	double bucket;               /* gradient bytes in the open bucket  */
-	double *held;                /* closed buckets not yet issued      */
-	unsigned nheld, nops_comm;
+	/* The strategy's private state (its init and fini hooks). */
+	void *dp_state;
 	uint32_t last_grad_comm;     /* last gradient collective, or NO_OP */
 	uint32_t last_param_comm;    /* last parameter collective, or NO_OP */
-	uint32_t *gather;            /* per unit (ZeRO-3, FSDP) or layer
-				      * (ZeRO-1/2 overlap): its gather op  */
-	unsigned units, unit_layers;
 	int moe_layer;               /* the MoE layer being built, or -1   */
 	double expert_grads;         /* its expert gradient bytes so far   */
 	double *moe_factor;          /* per layer: routing load (0: unset) */
 	double *moe_dropped;         /* per layer: share of tokens dropped */
 };
-
-/*
- * A data-parallel strategy: one file, one const struct, one line in the
- * table of builder.c (par_dp_strategy_of). Hooks may be NULL.
- */
-struct par_dp_strategy {
-	const char *name;
-	int reduce_every_mb;         /* reduce gradients every micro-batch  */
-	int sharded_params;          /* parameters sharded (gathered per use) */
-	/* Bytes held from the start, by category. */
-	void (*static_memory)(const struct builder *b, double bytes[PAR_MEM_NCATS]);
-	/* Around the ops of layer l in phase ph (-1: the embedding and head). */
-	void (*layer_begin)(struct builder *b, int l, enum par_phase ph);
-	void (*layer_end)(struct builder *b, int l, enum par_phase ph);
-	/* Op `op` completed the gradients of `params` parameters. */
-	void (*grads)(struct builder *b, double params, uint32_t op);
-	/* The backward of a reducing micro-batch ended with op `last`. */
-	void (*backward_end)(struct builder *b, uint32_t last);
-	/* After the optimizer step `op` (gather the updated parameters). */
-	void (*after_step)(struct builder *b, uint32_t op);
-};
-
-extern const struct par_dp_strategy par_dp_ddp, par_dp_zero1, par_dp_zero2;
-extern const struct par_dp_strategy par_dp_zero3, par_dp_fsdp;
 
 /* Builder helpers for the strategies (builder.c). */
 uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum sim_coll_op op,
@@ -125,9 +95,8 @@ void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
 /* The next compute op appended waits for op too (NO_OP: nothing). */
 void par_b_wait(struct builder *b, uint32_t op);
 
-/* builder.c: the layout's data-parallel strategy, data-parallel size and
- * micro-batches per replica. */
-const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l);
+/* builder.c: the data-parallel size and micro-batches per replica (the
+ * strategy: par_dp_strategy_of, dp.h). */
 uint32_t par_dp_of(const struct par_train *t);
 uint32_t par_micro_batches(const struct par_train *t);
 /* The virtual stage of chunk c of this program's stage (c p + s), and the
@@ -198,10 +167,6 @@ void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim,
 /* Start the job's rank r on its step program now. */
 void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r);
 void par_place_free(struct par_placed *p);
-/* dp_bucket.c: if the builder's stage needs more than PAR_MAX_PARAM_GATHERS
- * parameter all-gathers (parallel/config.h) and more than *most, set *most
- * to that number and say why in err. */
-int par_b_check_gathers(const struct builder *b, double *most, char *err, size_t errlen);
 /* check.c: an explicit parallel.algorithms.* choice must be able to run on
  * every group the layout gives its collectives (0, or -1 with err). */
 int par_check_algorithms(const struct par_train *t, char *err, size_t errlen);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "collectives/coll.h"
+#include "parallel/dp.h"
 #include "parallel/schedule.h"
 #include "scenarios/scn-int.h"
 #include "sim/units.h"
@@ -59,6 +60,7 @@ static const struct {
 	const char *(*help)(unsigned i);
 } plugin_keys[] = {
 	{ "parallel.schedule", par_schedule_names, par_schedule_help },
+	{ "parallel.strategy", par_dp_key_names, par_dp_key_help },
 	{ NULL, NULL, NULL },
 };
 
@@ -175,10 +177,16 @@ static const struct key keys[] = {
 	{ "parallel.ep", KT_COUNT, OFF(parallel.ep), 1, 65536, "1", NULL, "expert-parallel size" },
 	{ "parallel.dp", KT_DP, OFF(parallel.dp), 0, TOPO_MAX_RANKS, "auto", NULL,
 	  "data-parallel size, or auto (GPUs / (tp x cp x pp))" },
+	{ "parallel.strategy", KT_ENUM, OFF(parallel.strategy), 0, 0, "auto", NULL,
+	  "data-parallel strategy; auto: the one its aliases parallel.zero (0 ddp, 1 zero1, "
+	  "2 zero2, 3 zero3) and parallel.fsdp.enabled (fsdp) name; an alias set to another "
+	  "strategy than the one named here is an error" },
 	{ "parallel.zero", KT_COUNT, OFF(parallel.zero), 0, 3, "0", NULL,
-	  "ZeRO stage over the data-parallel group" },
+	  "ZeRO stage over the data-parallel group (an alias of parallel.strategy: 1 is "
+	  "zero1)" },
 	{ "parallel.fsdp.enabled", KT_BOOL, OFF(parallel.fsdp.enabled), 0, 0, "false", NULL,
-	  "PyTorch FSDP decides the sharding (zero is then ignored)" },
+	  "PyTorch FSDP decides the sharding (zero is then ignored; an alias of "
+	  "parallel.strategy fsdp)" },
 	{ "parallel.fsdp.unit_layers", KT_COUNT, OFF(parallel.fsdp.unit_layers), 1, 100000, "1",
 	  NULL, "layers per FSDP unit" },
 	{ "parallel.fsdp.prefetch", KT_BOOL, OFF(parallel.fsdp.prefetch), 0, 0, "true", NULL,

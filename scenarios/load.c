@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parallel/dp.h"
 #include "parallel/layout.h"
 #include "parallel/schedule.h"
 #include "scenarios/scn-int.h"
@@ -204,6 +205,51 @@ static void derive(struct scn *s)
 		m->moe.expert_ffn = m->ffn;
 }
 
+/* Where a key got its value, for messages ("file:line: key", "--set ...: key"),
+ * or the key alone. */
+static void where_of(const struct scn_kvs *kv, const char *const *sets, size_t nsets,
+		     const char *key, const char *path, struct where *w)
+{
+	if (!last_value(kv, sets, nsets, key, path ? path : "--set", w))
+		snprintf(w->text, sizeof(w->text), "%s", key);
+}
+
+/*
+ * parallel.strategy and its aliases: parallel.zero N names the strategy of
+ * ZeRO stage N (0: ddp), parallel.fsdp.enabled true names fsdp (zero then
+ * ignored). A strategy named explicitly that an alias set contradicts is an
+ * error naming both keys; else the aliases are set to agree with it (a
+ * strategy left auto stays auto: the aliases name it).
+ */
+static int resolve_strategy(struct scn *s, const char *path, const struct scn_kvs *kv,
+			    const char *const *sets, size_t nsets, char *err, size_t errlen)
+{
+	struct par_layout *l = &s->parallel;
+	const struct par_dp_strategy *alias = par_dp_of_aliases(l->zero, l->fsdp.enabled);
+	int aliased = l->zero != 0 || l->fsdp.enabled;
+	if (l->strategy <= 0)
+		return 0;  /* auto: the aliases name it */
+	const struct par_dp_strategy *st = par_dp_strategies[l->strategy - 1];
+	if (aliased && st != alias) {
+		const char *key = l->fsdp.enabled ? "parallel.fsdp.enabled" : "parallel.zero";
+		char value[16];
+		struct where ws, wa;
+		if (l->fsdp.enabled)
+			snprintf(value, sizeof(value), "true");
+		else
+			snprintf(value, sizeof(value), "%u", l->zero);
+		where_of(kv, sets, nsets, "parallel.strategy", path, &ws);
+		where_of(kv, sets, nsets, key, path, &wa);
+		return sim_errf(err, errlen, "%s: %s contradicts %s: %s, which names %s; give "
+				"one of parallel.strategy and %s", ws.text, st->name, wa.text, value,
+				alias->name, key);
+	}
+	l->fsdp.enabled = (st->flags & PAR_DP_ALIAS_FSDP) != 0;
+	if (!l->fsdp.enabled)
+		l->zero = par_dp_zero_stage(st);
+	return 0;
+}
+
 /*
  * Where compute.efficiency's table is: the scenario's own folder
  * (calibration/NAME/ next to it, as `clustersim calibrate gemm -o` writes
@@ -252,6 +298,8 @@ int scn_load_kvs(struct scn *s, const char *path, const struct scn_kvs *kv,
 	}
 	calibration_dir(s);
 	derive(s);
+	if (check != SCN_CHECK_TOP && resolve_strategy(s, path, kv, sets, nsets, err, errlen) < 0)
+		return -1;
 	char why[SCN_ERRLEN];
 	if (check == SCN_CHECK_TOP)
 		rc = topo_config_check(&s->cluster, why, sizeof(why));
@@ -418,14 +466,7 @@ static int check_pipeline(const struct scn *s, uint32_t m, char *err, size_t err
 			return -1;
 	if (par_schedule(p->schedule)->check(p->pp, m, v, err, errlen) < 0)
 		return -1;
-	if (p->pp > 1 && (p->zero >= 2 || p->fsdp.enabled))
-		return sim_errf(err, errlen, "parallel.pp: pipeline parallelism combines with DDP "
-				"and ZeRO-1 (Megatron's distributed optimizer), not with %s",
-				p->fsdp.enabled ? "FSDP" : p->zero == 2 ? "ZeRO-2" : "ZeRO-3");
-	if (p->fsdp.enabled && p->fsdp.hsdp && p->tp * p->cp * p->pp > 1)
-		return sim_errf(err, errlen, "parallel.fsdp.hsdp: HSDP is simulated with data "
-				"parallelism only (tp, cp and pp 1)");
-	return 0;
+	return par_dp_check_layout(p, err, errlen);  /* what the strategy cannot run */
 }
 
 static int check_batch(const struct scn *s, char *err, size_t errlen)

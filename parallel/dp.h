@@ -1,0 +1,135 @@
+/*
+ * dp.h - data-parallel strategies as plug-ins: DDP, ZeRO-1/2/3, FSDP (with
+ * HSDP as its fsdp.hsdp option) and the reference ddp-after.
+ *
+ * A strategy is one file (parallel/dp_NAME.c) exporting one const struct
+ * par_dp_strategy, listed once in the registry (parallel/dp.c). It says what
+ * it is (flags), what it cannot run (check), what it holds from the start
+ * (memory), what it adds to a step's program (the hooks, with private state
+ * it allocates in init and frees in fini), and the closed forms of its
+ * exposed communication and of its memory given stage costs (the
+ * planner's estimate, parallel/plan.c, is their sum with the pipeline's).
+ * Nothing outside the strategy's own file tests which strategy it is.
+ */
+#ifndef PAR_DP_H
+#define PAR_DP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parallel/config.h"
+#include "parallel/model.h"
+#include "topology/topo.h"
+
+struct builder;
+
+/* What a strategy is: what it shards, when it reduces, what it combines with. */
+enum par_dp_flag {
+	PAR_DP_SHARDS_OPTIMIZER = 1u << 0, /* optimizer states over the group (ZeRO-1 up) */
+	PAR_DP_SHARDS_GRADS = 1u << 1,     /* gradients too (ZeRO-2 up)               */
+	PAR_DP_SHARDS_PARAMS = 1u << 2,    /* parameters too, gathered per use        */
+	PAR_DP_REDUCE_EVERY_MB = 1u << 3,  /* reduce every micro-batch, not the last  */
+	PAR_DP_PIPELINE = 1u << 4,         /* combines with pipeline parallelism      */
+	PAR_DP_MOE = 1u << 5,              /* runs mixture-of-experts layers          */
+	PAR_DP_OFFLOAD = 1u << 6,          /* parallel.offload (ZeRO-Offload)         */
+	PAR_DP_PARAM_GATHER = 1u << 7,     /* all-gathers the updated parameters after
+					    * the step: ddp.overlap_param_gather applies */
+	PAR_DP_ALIAS_ZERO = 1u << 8,       /* parallel.zero: its stage names it       */
+	PAR_DP_ALIAS_FSDP = 1u << 9,       /* parallel.fsdp.enabled: true names it    */
+};
+
+/* What the checks see: the layout and what it runs on. */
+struct par_dp_env {
+	const struct par_layout *layout;
+	const struct par_model *model;
+	const struct topo_config *cluster;
+	uint32_t dp;                     /* data-parallel size                      */
+};
+
+/*
+ * Stage costs for the closed forms (the planner's, parallel/plan.c): the
+ * rank of the first stage, one micro-batch through it.
+ */
+struct par_dp_costs {
+	const struct par_layout *layout; /* the candidate's (its ddp.*, fsdp.* keys) */
+	double params;                   /* parameters the rank holds               */
+	uint32_t dp;                     /* ranks gradients are reduced over (dp x cp) */
+	enum par_precision precision;
+	enum par_optimizer optimizer;
+	uint32_t micro_batches;          /* per replica                             */
+	double allreduce_s;              /* the all-reduce of the rank's gradients
+					  * over dp (its collective's closed form)  */
+	double backward_s;               /* one micro-batch's backward of the stage */
+	double stage_s;                  /* one micro-batch's forward and backward  */
+};
+
+/* The closed form of a strategy's memory: bytes of one rank. */
+struct par_dp_mem {
+	double states;                   /* weights + gradients + optimizer         */
+	double buffers;                  /* communication buffers                   */
+};
+
+struct par_dp_strategy {
+	const char *name;                /* parallel.strategy's value; the report's */
+	const char *title;               /* in messages: "ZeRO-2"                   */
+	const char *help;                /* one line                                */
+	unsigned flags;                  /* enum par_dp_flag                        */
+	/* Refuse what the flags do not say (NULL: nothing more). check_layout
+	 * sees the layout alone (at load); check the model and cluster too. */
+	int (*check_layout)(const struct par_layout *l, char *err, size_t errlen);
+	int (*check)(const struct par_dp_env *e, char *err, size_t errlen);
+	/* Ranks a parameter is sharded over, of the dpn reducing gradients
+	 * (NULL: all of them). */
+	uint32_t (*shard)(const struct par_layout *l, const struct topo_config *cl, uint32_t dpn);
+	/* Private state: init sets b->dp_state, fini frees it (NULL: none). */
+	void (*init)(struct builder *b);
+	void (*fini)(struct builder *b);
+	/* Bytes held from the start, by category (PAR_MEM_*). */
+	void (*memory)(const struct builder *b, double *bytes);
+	/* Around the ops of layer l in phase ph (-1: the embedding and head). */
+	void (*layer_begin)(struct builder *b, int l, enum par_phase ph);
+	void (*layer_end)(struct builder *b, int l, enum par_phase ph);
+	/* Op `op` completed the gradients of `params` parameters. */
+	void (*grads)(struct builder *b, double params, uint32_t op);
+	/* The backward of a reducing micro-batch ended with op `last`. */
+	void (*backward_end)(struct builder *b, uint32_t last);
+	/* After the optimizer step `op` (gather the updated parameters). */
+	void (*after_step)(struct builder *b, uint32_t op);
+	/* What only the built program shows (bounds on its ops): if it is
+	 * refused and needs more than *most, set *most and say why (NULL: none). */
+	int (*check_program)(const struct builder *b, double *most, char *err, size_t errlen);
+	/* Closed forms given stage costs: the communication the step waits
+	 * for, and the memory. */
+	double (*exposed_s)(const struct par_dp_costs *c);
+	void (*plan_memory)(const struct par_dp_costs *c, struct par_dp_mem *m);
+};
+
+/* The registry (parallel/dp.c), NULL-terminated, and lookups. */
+extern const struct par_dp_strategy *const par_dp_strategies[];
+size_t par_dp_count(void);
+const struct par_dp_strategy *par_dp_find(const char *name);  /* NULL: none */
+int par_dp_index(const struct par_dp_strategy *s);             /* its entry  */
+/* parallel.strategy's names: "auto", then the registry's (value i >= 1 is
+ * entry i - 1); NULL-terminated. */
+const char *const *par_dp_key_names(void);
+/* The help of parallel.strategy's value i (0: auto). */
+const char *par_dp_key_help(unsigned i);
+
+/* Does the strategy reduce gradients every micro-batch (not only the last)? */
+static inline int par_dp_reduces_every_mb(const struct par_dp_strategy *s)
+{
+	return (s->flags & PAR_DP_REDUCE_EVERY_MB) != 0;
+}
+/* The ZeRO stage of a strategy's model states (0-3), from its flags. */
+unsigned par_dp_zero_stage(const struct par_dp_strategy *s);
+/* The strategy parallel.zero and parallel.fsdp.enabled name. */
+const struct par_dp_strategy *par_dp_of_aliases(uint32_t zero, bool fsdp);
+/* The layout's strategy: parallel.strategy, or (auto) its aliases'. */
+const struct par_dp_strategy *par_dp_strategy_of(const struct par_layout *l);
+
+/* The layout's strategy can run it: the rules its flags state, then its
+ * own check. par_dp_check_layout: the layout alone (scenario load). */
+int par_dp_check_layout(const struct par_layout *l, char *err, size_t errlen);
+int par_dp_check(const struct par_dp_env *e, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * dp_zero1.c - ZeRO stage 1 (DeepSpeed; Megatron's distributed optimizer):
+ * optimizer states sharded over the data-parallel group. The buckets of the
+ * last micro-batch are reduce-scattered after its backward (during it with
+ * parallel.ddp.overlap_param_gather), the rank steps on its shard, the
+ * updated parameters are all-gathered in buckets after the step (with
+ * overlap_param_gather: during the next step's forward). SPEC C18: 2Ψ of
+ * communication, as DDP's all-reduce.
+ * Closed forms: the reduce-scatter and the all-gather exposed whole (the
+ * all-reduce's time; overlap_param_gather is not modelled there); memory:
+ * 4Ψ + 12Ψ/N (SPEC C12) and two buckets.
+ */
+#include "parallel/dp-int.h"
+
+static void init(struct builder *b);
+static double exposed_s(const struct par_dp_costs *c);
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
+
+const struct par_dp_strategy par_dp_zero1 = {
+	.name = "zero1",
+	.title = "ZeRO-1",
+	.help = "ZeRO-1: optimizer states sharded; gradients reduce-scattered after the last "
+		"backward, parameters all-gathered after the step",
+	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_PIPELINE | PAR_DP_MOE | PAR_DP_OFFLOAD |
+		 PAR_DP_PARAM_GATHER | PAR_DP_ALIAS_ZERO,
+	.init = init,
+	.fini = par_dpb_fini,
+	.memory = par_dpb_memory,
+	.layer_begin = par_dpb_layer_begin,
+	.grads = par_dpb_grads,
+	.backward_end = par_dpb_backward_end,
+	.after_step = par_dpb_after_step,
+	.check_program = par_dpb_check_gathers,
+	.exposed_s = exposed_s,
+	.plan_memory = plan_memory,
+};
+
+static void init(struct builder *b)
+{
+	const struct par_ddp *d = &b->t->layout->ddp;
+	const struct dp_bucket_policy p = {
+		.reduce = SIM_COLL_REDUCESCATTER, .overlap = d->overlap_param_gather,
+		.gather_params = 1, .gather_ahead = d->overlap_param_gather && b->dpn > 1,
+	};
+	par_dpb_init(b, &p);
+}
+
+static double exposed_s(const struct par_dp_costs *c)
+{
+	return c->allreduce_s;
+}
+
+static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)
+{
+	par_dpb_plan_memory(c, 1, m);
+}
