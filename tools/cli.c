@@ -558,27 +558,6 @@ void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu
 	printf("; seed %llu\n", seed);
 }
 
-const char *const cli_goodput_keys[CLI_GOODPUT_N] = {
-	"job_mtbf_s", "checkpoint_bytes", "checkpoint_s", "young_s", "interval_s", "goodput",
-	"interruptions", "useful_s",
-};
-
-void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N])
-{
-	const double x[CLI_GOODPUT_N] = { g->job_mtbf_s, g->checkpoint_bytes, g->checkpoint_s,
-					  g->young_s, g->interval_s, g->goodput, g->failures,
-					  g->useful_s };
-	memcpy(v, x, sizeof(x));
-}
-
-void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N])
-{
-	*g = (struct par_goodput){
-		.job_mtbf_s = v[0], .checkpoint_bytes = v[1], .checkpoint_s = v[2], .young_s = v[3],
-		.interval_s = v[4], .goodput = v[5], .failures = v[6], .useful_s = v[7],
-	};
-}
-
 void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
 			double checkpoint_bytes, double checkpoint_s, double interval_s,
 			double young_s, double goodput, double interruptions, double useful_s)

@@ -226,13 +226,6 @@ struct cli_jobs_view {
 	double wall_s;
 };
 void cli_jobs_text(const struct cli_jobs_view *v);
-/* The failures figures (struct par_goodput) by key, in one order: metrics
- * failures.KEY of a run and job.NAME.failures.KEY of a job, and a job's
- * JSON "failures" (cli.c). */
-#define CLI_GOODPUT_N 8
-extern const char *const cli_goodput_keys[CLI_GOODPUT_N];
-void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N]);
-void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N]);
 void cli_jobs_json(const struct cli_jobs_view *v);
 
 /*
@@ -255,12 +248,6 @@ int cli_read_open(struct cli_args *a, struct sim_store_read **db);
 int cli_read_run(struct cli_args *a, struct sim_store_read *db, long long *run);
 int cli_read_error(const struct cli_args *a, const struct sim_store_read *db, const char *path);
 
-/* The same over a bare connection, for cmd_report.c until its queries move
- * into the store module; remove them with that move. */
-struct sqlite3;
-int export_db_open(struct cli_args *a, struct sqlite3 **db);
-int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
-int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
 
 /*
  * The text report of `run` (cmd_run.c), after its first line; `report`

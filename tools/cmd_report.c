@@ -9,8 +9,8 @@
  * collective` is printed as that command's table (or JSON), from
  * collective_results.
  *
- * The database is opened read-only (export_db_open) and read through
- * sim/store_report.c.
+ * The database is opened read-only (cli_read_open) and read through
+ * the store module's reader (sim/store_read.h, sim/store_report.c).
  */
 #include "tools/cli.h"
 
@@ -22,6 +22,7 @@
 #include "parallel/result.h"
 #include "parallel/train.h"
 #include "sim/store.h"
+#include "sim/store_read.h"
 #include "sim/util.h"
 
 static const struct cli_opt report_opts[] = {
@@ -35,7 +36,7 @@ static const struct cli_opt report_opts[] = {
 /* The run being reported. */
 struct report {
 	struct cli_args *a;
-	struct sqlite3 *db;
+	struct sim_store_read *db;
 	long long run;
 	struct sim_store_report *rep;
 };
@@ -84,7 +85,7 @@ static int report_load(struct report *r)
 	char err[512];
 	int rc = sim_store_report_read(r->db, r->run, &r->rep, err, sizeof(err));
 	if (rc == SIM_STORE_REPORT_QUERY)
-		return cli_db_error(r->a, r->db, r->a->pos[0]);
+		return cli_read_error(r->a, r->db, r->a->pos[0]);
 	if (rc == SIM_STORE_REPORT_CONFIG)
 		return cli_error(r->a, CLI_BADINPUT, "run %lld of %s: its configuration is not JSON "
 				 "(%s)", r->run, r->a->pos[0], err);
@@ -334,16 +335,16 @@ static int report_run(struct cli_args *a)
 	struct report r = { .a = a };
 	if (cli_count(a, "run", 1, INT64_MAX, &r.run) < 0)
 		return CLI_BADINPUT;
-	int rc = export_db_open(a, &r.db);
+	int rc = cli_read_open(a, &r.db);
 	if (rc != CLI_OK)
 		return rc;
-	rc = export_db_run(a, r.db, &r.run);
+	rc = cli_read_run(a, r.db, &r.run);
 	if (rc == CLI_OK)
 		rc = report_load(&r);
 	if (rc == CLI_OK)
 		rc = report_print(&r);
 	sim_store_report_free(r.rep);
-	sim_store_report_close_db(r.db);
+	sim_store_read_close(r.db);
 	return rc;
 }
 
