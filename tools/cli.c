@@ -527,50 +527,6 @@ const struct cli_cmd cli_cmd_version = {
 	.run = version_run,
 };
 
-void cli_print_steps(unsigned steps, double p50, double p90, double p99, double min,
-		     double max)
-{
-	if (steps > 1)
-		printf("  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max %.6f)\n",
-		       steps, p50, p90, p99, min, max);
-}
-
-void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu, double gpu_cv,
-			   unsigned stragglers, double slowdown, const unsigned *ranks,
-			   unsigned nranks, unsigned long long seed)
-{
-	int jit = strcmp(jitter, "none") != 0, spread = strcmp(gpu, "none") != 0;
-	if (!jit && !spread && !stragglers)
-		return;
-	printf("  variability kernel jitter %s", jitter);
-	if (jit)
-		printf(" (cv %g)", jitter_cv);
-	printf(", GPU speed %s", gpu);
-	if (spread)
-		printf(" (cv %g)", gpu_cv);
-	if (stragglers) {
-		printf(", %u straggler%s %gx slower (rank", stragglers, stragglers == 1 ? "" : "s",
-		       slowdown);
-		for (unsigned i = 0; i < nranks; i++)
-			printf("%s %u", i ? "," : "", ranks[i]);
-		printf("%s)", stragglers > nranks ? ", ..." : "");
-	}
-	printf("; seed %llu\n", seed);
-}
-
-void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
-			double checkpoint_bytes, double checkpoint_s, double interval_s,
-			double young_s, double goodput, double interruptions, double useful_s)
-{
-	if (!(job_mtbf_s > 0))
-		return;
-	printf("%sjob MTBF %.2f h over %u GPUs; checkpoint %.1f GB in %.1f s, every "
-	       "%.0f s (Daly; Young %.0f s): goodput %.4f, %.1f interruptions and %.2f days of "
-	       "training in %.1f days\n", label, job_mtbf_s / 3600, gpus, checkpoint_bytes / 1e9,
-	       checkpoint_s, interval_s, young_s, goodput, interruptions, useful_s / 86400,
-	       useful_s / (goodput > 0 ? goodput : 1) / 86400);
-}
-
 /* s as a JSON string: quotes, backslashes and control characters escaped,
  * invalid UTF-8 replaced by U+FFFD. NULL is "". */
 void cli_json_str(FILE *f, const char *s)

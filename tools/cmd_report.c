@@ -20,6 +20,7 @@
 #include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/result.h"
+#include "parallel/result_text.h"
 #include "parallel/train.h"
 #include "sim/store.h"
 #include "sim/store_read.h"
@@ -109,7 +110,7 @@ struct setting_bufs {
 	char preset[64], gpu[64], cluster[64], fid[16], sym[16], jit[32], gspeed[32];
 };
 
-static void setting_of(struct report *r, struct cli_run_setting *s, struct setting_bufs *b)
+static void setting_of(struct report *r, struct par_result_setting *s, struct setting_bufs *b)
 {
 	cfg_str(r, "model.preset", b->preset, sizeof(b->preset));
 	cfg_str(r, "cluster.gpu", b->gpu, sizeof(b->gpu));
@@ -121,7 +122,7 @@ static void setting_of(struct report *r, struct cli_run_setting *s, struct setti
 		snprintf(b->jit, sizeof(b->jit), "none");
 	if (!*cfg_str(r, "variability.gpu", b->gspeed, sizeof(b->gspeed)))
 		snprintf(b->gspeed, sizeof(b->gspeed), "none");
-	*s = (struct cli_run_setting){
+	*s = (struct par_result_setting){
 		.preset = b->preset, .gpu = b->gpu, .cluster = b->cluster, .fidelity = b->fid,
 		.symmetry_dp = !strcmp(b->sym, "dp"),
 		.layers = cfg_u(r, "model.layers"), .hidden = cfg_u(r, "model.hidden"),
@@ -164,11 +165,11 @@ static void print_run(struct report *r, int json)
 		par_result_json(stdout, &rep, metric(r, "run.wall_s"));
 		return;
 	}
-	struct cli_run_setting s;
+	struct par_result_setting s;
 	struct setting_bufs b;
 	setting_of(r, &s, &b);
 	printf("clustersim report: run %lld of %s: %s\n", r->run, r->a->pos[0], command(r));
-	cli_run_text(&s, &rep);
+	par_result_text(stdout, &s, &rep);
 }
 
 /* ---- a collective benchmark -------------------------------------------------------- */
@@ -286,7 +287,7 @@ static int print_jobs(struct report *r, int json)
 		goodput[i] = one.goodput;
 	}
 	int ideal = !strcmp(cfg_str(r, "cluster.topology", topo, sizeof(topo)), "ideal");
-	struct cli_jobs_view v = {
+	struct par_jobs_view v = {
 		.gpu = cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
 		.preset = cfg_str(r, "cluster.preset", preset, sizeof(preset)),
 		.fidelity = cfg_str(r, "sim.fidelity", fid, sizeof(fid)),
@@ -297,14 +298,14 @@ static int print_jobs(struct report *r, int json)
 		.events = (unsigned long long)metric(r, "run.events"), .wall_s = metric(r, "run.wall_s"),
 	};
 	if (json) {
-		cli_jobs_json(&v);
+		par_jobs_json(stdout, &v);
 	} else {
-		struct cli_run_setting s;
+		struct par_result_setting s;
 		struct setting_bufs b;
 		setting_of(r, &s, &b);
 		printf("clustersim report: run %lld of %s: %s\n", r->run, r->a->pos[0], command(r));
-		cli_jobs_text(&v);
-		cli_run_variability(&s, &run);
+		par_jobs_text(stdout, &v);
+		par_result_variability(stdout, &s, run.stragglers, run.nstragglers);
 	}
 	free(links);
 	return CLI_OK;
