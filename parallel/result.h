@@ -11,7 +11,7 @@
  * in the JSON object. Its metrics row, its JSON key, its round trip through
  * `report` and (flagged as a sweep figure, with its sweep_points column)
  * its sweep column follow; docs/cli.md and docs/schema.md say what it is.
- * The text report (tools/cmd_run.c) prints the lines a person reads, from
+ * The text report (result_text.h) prints the lines a person reads, from
  * the same struct par_report, for `run` and `report` alike.
  */
 #ifndef PAR_RESULT_H

@@ -184,28 +184,27 @@ struct sqlite3 *sim_store_db(struct sim_store *st);
 
 /*
  * Reading one stored run back for `clustersim report` (sim/store_report.c),
- * on a connection the caller opened (read-only). sim_store_report_read:
+ * through a reader (sim/store_read.h). sim_store_report_read:
  * its command, its metrics rows (with runs.events and runs.wall_s as the
  * rows run.events and run.wall_s) and a lookup of its configuration
  * (runs.config), in *rep (always set: the caller frees it, after reading
- * the connection's error when it failed). 0, or on failure sqlite's
- * message in err and SIM_STORE_REPORT_QUERY when a query cannot be
- * prepared (the file lacks clustersim's tables), SIM_STORE_REPORT_READ
+ * reader's error when it failed). 0, or on failure sqlite's message in
+ * err and SIM_STORE_REPORT_QUERY when a query cannot be prepared (the
+ * file lacks clustersim's tables; the reader keeps it, for
+ * sim_store_read_error and sim_store_read_kind), SIM_STORE_REPORT_READ
  * when a row cannot be read, SIM_STORE_REPORT_CONFIG when runs.config is
  * not JSON.
  */
-struct sqlite3;
+struct sim_store_read;
 struct sim_store_report;
 enum sim_store_report_fail {
 	SIM_STORE_REPORT_QUERY = 1,
 	SIM_STORE_REPORT_READ,
 	SIM_STORE_REPORT_CONFIG,
 };
-int sim_store_report_read(struct sqlite3 *db, int64_t run, struct sim_store_report **rep,
+int sim_store_report_read(struct sim_store_read *r, int64_t run, struct sim_store_report **rep,
 			  char *err, size_t errlen);
 void sim_store_report_free(struct sim_store_report *rep);
-/* Close the caller's connection (NULL: nothing). */
-void sim_store_report_close_db(struct sqlite3 *db);
 /* runs.command, or NULL when not recorded. */
 const char *sim_store_report_command(const struct sim_store_report *rep);
 /* A metrics row by name (run.events, run.wall_s included); 0 when absent. */
@@ -227,8 +226,8 @@ const char *sim_store_report_str(struct sim_store_report *rep, const char *key, 
  * row, 0 the end, -1 an error (sqlite's message in err).
  */
 struct sim_store_rows;
-struct sim_store_rows *sim_store_report_coll_rows(struct sqlite3 *db, int64_t run, char *err,
-						  size_t errlen);
+struct sim_store_rows *sim_store_report_coll_rows(struct sim_store_read *r, int64_t run,
+						  char *err, size_t errlen);
 int sim_store_report_coll_next(struct sim_store_rows *q, struct sim_store_coll_row *row,
 			       char *err, size_t errlen);
 struct sim_store_job_link_row {
@@ -236,13 +235,13 @@ struct sim_store_job_link_row {
 	uint32_t job;
 	double bw_Bps, bytes;
 };
-struct sim_store_rows *sim_store_report_link_rows(struct sqlite3 *db, int64_t run, char *err,
-						  size_t errlen);
+struct sim_store_rows *sim_store_report_link_rows(struct sim_store_read *r, int64_t run,
+						  char *err, size_t errlen);
 int sim_store_report_link_next(struct sim_store_rows *q, struct sim_store_job_link_row *row,
 			       char *err, size_t errlen);
 void sim_store_rows_free(struct sim_store_rows *q);
 /* A stored run's jobs rows in order, at most max; 0, or -1 with err. */
-int sim_store_report_jobs(struct sqlite3 *db, int64_t run, struct sim_store_job_row *job,
+int sim_store_report_jobs(struct sim_store_read *r, int64_t run, struct sim_store_job_row *job,
 			  size_t max, size_t *n, char *err, size_t errlen);
 
 #endif

@@ -35,7 +35,6 @@
 
 struct sim_store_read {
 	sqlite3 *db;
-	int owned;          /* close db with the reader            */
 	int kind;           /* of the last failure                 */
 	char err[512];      /* its message                          */
 };
@@ -113,8 +112,8 @@ struct sim_store_read *sim_store_read_open(const char *path, int *errnum, char *
 		return NULL;
 	}
 	sqlite3_busy_timeout(db, READ_BUSY_TIMEOUT_MS);
-	struct sim_store_read *r = sim_store_read_wrap(db);
-	r->owned = 1;
+	struct sim_store_read *r = xcalloc(1, sizeof(*r));
+	r->db = db;
 	return r;
 }
 
@@ -122,8 +121,7 @@ void sim_store_read_close(struct sim_store_read *r)
 {
 	if (!r)
 		return;
-	if (r->owned)
-		sqlite3_close(r->db);
+	sqlite3_close(r->db);
 	free(r);
 }
 
@@ -132,23 +130,9 @@ struct sqlite3 *sim_store_read_db(const struct sim_store_read *r)
 	return r->db;
 }
 
-struct sim_store_read *sim_store_read_wrap(struct sqlite3 *db)
-{
-	struct sim_store_read *r = xcalloc(1, sizeof(*r));
-	r->db = db;
-	return r;
-}
-
 void sim_store_read_note(struct sim_store_read *r)
 {
 	read_fail(r);
-}
-
-struct sqlite3 *sim_store_read_detach(struct sim_store_read *r)
-{
-	sqlite3 *db = r->db;
-	free(r);
-	return db;
 }
 
 /* ---- runs ---------------------------------------------------------------------------- */

@@ -195,20 +195,16 @@ struct sim_store_config_value {
 int sim_store_read_config(struct sim_store_read *r, int64_t run, const char *const *keys,
 			  size_t n, struct sim_store_config_value *out);
 
-/* ---- readers not yet moved here ------------------------------------------------------ */
+/* ---- for the store module's other readers (sim/store_report.c) ---------------------- */
 
 /*
- * The connection, for the queries of tools/cmd_report.c until they move into
- * the store module (sim/store_report.c). sim_store_read_wrap() makes a reader
- * over a connection it does not own (closing it leaves the connection open);
- * sim_store_read_detach() closes the reader and hands its connection over.
+ * The connection, for statements of the store module's own files (not for
+ * the tools: they use the calls above). sim_store_read_note() keeps the
+ * connection's last error as the reader's (after such a statement failed),
+ * for sim_store_read_error() and sim_store_read_kind().
  */
 struct sqlite3;
 struct sqlite3 *sim_store_read_db(const struct sim_store_read *r);
-struct sim_store_read *sim_store_read_wrap(struct sqlite3 *db);
-struct sqlite3 *sim_store_read_detach(struct sim_store_read *r);
-/* Keep the connection's last error as the reader's (after a query of the
- * caller's own failed). */
 void sim_store_read_note(struct sim_store_read *r);
 
 #endif

@@ -2,9 +2,12 @@
  * store_report.c - reading a stored run back for `clustersim report`
  * (store.h): its metrics rows, its configuration by key (json_extract() on
  * runs.config), its collective_results, jobs and job_links rows. The
- * schema is sim/store.c's; every query here reads tables it writes.
+ * schema is sim/store.c's; every query here reads tables it writes. The
+ * connection is a reader's (sim/store_read.h), which keeps a failure to
+ * prepare a query as its own, for sim_store_read_error().
  */
 #include "sim/store.h"
+#include "sim/store_read.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@ struct metric {
 };
 
 struct sim_store_report {
+	struct sim_store_read *r;
 	sqlite3 *db;
 	int64_t run;
 	sqlite3_stmt *cfg;        /* json_extract(config, ?2), command    */
@@ -126,15 +130,18 @@ static int report_load(struct sim_store_report *rep)
 	return load_metrics(rep);
 }
 
-int sim_store_report_read(sqlite3 *db, int64_t run, struct sim_store_report **out, char *err,
-			  size_t errlen)
+int sim_store_report_read(struct sim_store_read *r, int64_t run, struct sim_store_report **out,
+			  char *err, size_t errlen)
 {
 	struct sim_store_report *rep = *out = xcalloc(1, sizeof(*rep));
-	rep->db = db;
+	rep->r = r;
+	rep->db = sim_store_read_db(r);
 	rep->run = run;
 	int rc = report_load(rep);
+	if (rc == SIM_STORE_REPORT_QUERY)
+		sim_store_read_note(r);
 	if (rc)
-		db_message(db, err, errlen);
+		db_message(rep->db, err, errlen);
 	return rc;
 }
 
@@ -148,16 +155,12 @@ void sim_store_report_free(struct sim_store_report *rep)
 	free(rep);
 }
 
-void sim_store_report_close_db(sqlite3 *db)
-{
-	sqlite3_close(db);
-}
-
 /* ---- rows one at a time ---------------------------------------------------------- */
 
-static struct sim_store_rows *rows_of(sqlite3 *db, const char *sql, int64_t run, char *err,
-				      size_t errlen)
+static struct sim_store_rows *rows_of(struct sim_store_read *r, const char *sql, int64_t run,
+				      char *err, size_t errlen)
 {
+	sqlite3 *db = sim_store_read_db(r);
 	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
 		db_message(db, err, errlen);
@@ -189,10 +192,10 @@ void sim_store_rows_free(struct sim_store_rows *rows)
 	free(rows);
 }
 
-struct sim_store_rows *sim_store_report_coll_rows(sqlite3 *db, int64_t run, char *err,
-						  size_t errlen)
+struct sim_store_rows *sim_store_report_coll_rows(struct sim_store_read *r, int64_t run,
+						  char *err, size_t errlen)
 {
-	return rows_of(db, "SELECT coalesce(algo, ''), channels, bytes, time_s, algbw_GBps, "
+	return rows_of(r, "SELECT coalesce(algo, ''), channels, bytes, time_s, algbw_GBps, "
 		       "busbw_GBps FROM collective_results WHERE run_id = ?1 ORDER BY rowid", run,
 		       err, errlen);
 }
@@ -213,10 +216,10 @@ int sim_store_report_coll_next(struct sim_store_rows *rows, struct sim_store_col
 	return 1;
 }
 
-struct sim_store_rows *sim_store_report_link_rows(sqlite3 *db, int64_t run, char *err,
-						  size_t errlen)
+struct sim_store_rows *sim_store_report_link_rows(struct sim_store_read *r, int64_t run,
+						  char *err, size_t errlen)
 {
-	return rows_of(db, "SELECT l.link, l.job, l.bw_Bps, l.bytes FROM job_links l "
+	return rows_of(r, "SELECT l.link, l.job, l.bw_Bps, l.bytes FROM job_links l "
 		       "JOIN (SELECT link, sum(bytes) AS total FROM job_links WHERE run_id = ?1 "
 		       "GROUP BY link) t USING (link) WHERE l.run_id = ?1 "
 		       "ORDER BY t.total DESC, l.link, l.job", run, err, errlen);
@@ -256,10 +259,10 @@ static void column_str(sqlite3_stmt *q, int i, char *buf, size_t len)
 	snprintf(buf, len, "%s", t ? t : "");
 }
 
-int sim_store_report_jobs(sqlite3 *db, int64_t run, struct sim_store_job_row *job, size_t max,
-			  size_t *n, char *err, size_t errlen)
+int sim_store_report_jobs(struct sim_store_read *r, int64_t run, struct sim_store_job_row *job,
+			  size_t max, size_t *n, char *err, size_t errlen)
 {
-	struct sim_store_rows *rows = rows_of(db, "SELECT job, name, model, strategy, first_node, "
+	struct sim_store_rows *rows = rows_of(r, "SELECT job, name, model, strategy, first_node, "
 		"nodes, first_rank, gpus, dp, tp, pp, cp, params, peak_bytes, capacity_bytes, fits, "
 		"alone_step_time_s, alone_p50_s, alone_p90_s, alone_p99_s, alone_tokens_per_s, "
 		"alone_mfu, alone_steps, shared_step_time_s, shared_p50_s, shared_p90_s, "

@@ -181,22 +181,6 @@ void cli_help_markdown(FILE *out);
  */
 void cli_csv_field(FILE *f, const char *s, int first);
 
-/*
- * Lines of the run report that `run` prints from its report and `report`
- * from the stored metrics and configuration: one formatter each, so the two
- * print the same text.
- */
-void cli_print_steps(unsigned steps, double p50, double p90, double p99, double min,
-		     double max);
-/* jitter and gpu: distribution names ("none" leaves the cv out). */
-void cli_print_variability(const char *jitter, double jitter_cv, const char *gpu, double gpu_cv,
-			   unsigned stragglers, double slowdown, const unsigned *ranks,
-			   unsigned nranks, unsigned long long seed);
-/* label: the line's start ("  failures    "). */
-void cli_print_failures(const char *label, double job_mtbf_s, unsigned gpus,
-			double checkpoint_bytes, double checkpoint_s, double interval_s,
-			double young_s, double goodput, double interruptions, double useful_s);
-
 /* The command line as one string (stored with every run); caller frees. */
 char *cli_command_line(int argc, char **argv);
 
@@ -205,35 +189,6 @@ char *cli_command_line(int argc, char **argv);
 struct scn_jobs;
 int cli_run_jobs(struct cli_args *a, struct scn_jobs *js);
 
-/* A run of several jobs as `run` prints it and `report` prints it again:
- * the cluster line, each job's lines and the shared links (text; the
- * caller prints the first line and the variability line), or the JSON. */
-struct sim_store_job_row;
-struct par_link_share;
-struct par_goodput;
-struct cli_jobs_view {
-	const char *gpu, *preset, *fidelity;
-	unsigned gpus, steps;
-	int ideal;                              /* jobs placed by GPU       */
-	const struct sim_store_job_row *job;
-	size_t n;
-	const struct par_link_share *links;     /* busiest first            */
-	size_t nlinks;
-	const struct par_goodput *goodput;     /* per job: failures (0: none) */
-	const unsigned *stragglers;
-	unsigned nstragglers;
-	unsigned long long events;
-	double wall_s;
-};
-void cli_jobs_text(const struct cli_jobs_view *v);
-/* The failures figures (struct par_goodput) by key, in one order: metrics
- * failures.KEY of a run and job.NAME.failures.KEY of a job, and a job's
- * JSON "failures" (cli.c). */
-#define CLI_GOODPUT_N 8
-extern const char *const cli_goodput_keys[CLI_GOODPUT_N];
-void cli_goodput_values(const struct par_goodput *g, double v[CLI_GOODPUT_N]);
-void cli_goodput_from(struct par_goodput *g, const double v[CLI_GOODPUT_N]);
-void cli_jobs_json(const struct cli_jobs_view *v);
 
 /*
  * Reading a stored run (cmd_export.c; also used by cmd_plot.c and
@@ -255,32 +210,5 @@ int cli_read_open(struct cli_args *a, struct sim_store_read **db);
 int cli_read_run(struct cli_args *a, struct sim_store_read *db, long long *run);
 int cli_read_error(const struct cli_args *a, const struct sim_store_read *db, const char *path);
 
-/* The same over a bare connection, for cmd_report.c until its queries move
- * into the store module; remove them with that move. */
-struct sqlite3;
-int export_db_open(struct cli_args *a, struct sqlite3 **db);
-int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run);
-int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path);
-
-/*
- * The text report of `run` (cmd_run.c), after its first line; `report`
- * prints it again from a stored run's metrics (read back into a struct
- * par_report, parallel/result.h) and configuration. The setting is what
- * the lines name of the scenario.
- */
-struct par_report;
-struct cli_run_setting {
-	const char *preset, *gpu, *cluster, *fidelity;  /* model.preset, cluster.gpu,
-							 * cluster.preset, sim.fidelity */
-	unsigned layers, hidden, tp, pp, cp, ep, micro_batch, seq, experts, top_k;
-	int symmetry_dp, offload;                       /* sim.symmetry dp, offload */
-	const char *jitter, *gpu_speed;                 /* distribution names       */
-	double jitter_cv, gpu_cv, straggler_slowdown;
-	unsigned stragglers;
-	unsigned long long seed;
-};
-void cli_run_text(const struct cli_run_setting *s, const struct par_report *r);
-/* Its variability line alone (also printed for a run of several jobs). */
-void cli_run_variability(const struct cli_run_setting *s, const struct par_report *r);
 
 #endif

@@ -237,33 +237,6 @@ int cli_read_open(struct cli_args *a, struct sim_store_read **db)
 	return cli_error(a, CLI_BADINPUT, "cannot open '%s': %s", a->pos[0], err);
 }
 
-/* The readers of cmd_report.c over their own connection (see cli.h). */
-int export_db_open(struct cli_args *a, struct sqlite3 **db)
-{
-	struct sim_store_read *r;
-	int rc = cli_read_open(a, &r);
-	if (rc == CLI_OK)
-		*db = sim_store_read_detach(r);
-	return rc;
-}
-
-int export_db_run(struct cli_args *a, struct sqlite3 *db, long long *run)
-{
-	struct sim_store_read *r = sim_store_read_wrap(db);
-	int rc = cli_read_run(a, r, run);
-	sim_store_read_close(r);
-	return rc;
-}
-
-int cli_db_error(const struct cli_args *a, struct sqlite3 *db, const char *path)
-{
-	struct sim_store_read *r = sim_store_read_wrap(db);
-	sim_store_read_note(r);
-	int rc = cli_read_error(a, r, path);
-	sim_store_read_close(r);
-	return rc;
-}
-
 /* What to write: exactly one of --csv, --svg and --trace. */
 enum export_kind { EXPORT_CSV, EXPORT_SVG, EXPORT_TRACE };
 

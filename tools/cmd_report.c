@@ -9,8 +9,8 @@
  * collective` is printed as that command's table (or JSON), from
  * collective_results.
  *
- * The database is opened read-only (export_db_open) and read through
- * sim/store_report.c.
+ * The database is opened read-only (cli_read_open) and read through
+ * the store module's reader (sim/store_read.h, sim/store_report.c).
  */
 #include "tools/cli.h"
 
@@ -20,8 +20,10 @@
 #include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/result.h"
+#include "parallel/result_text.h"
 #include "parallel/train.h"
 #include "sim/store.h"
+#include "sim/store_read.h"
 #include "sim/util.h"
 
 static const struct cli_opt report_opts[] = {
@@ -35,7 +37,7 @@ static const struct cli_opt report_opts[] = {
 /* The run being reported. */
 struct report {
 	struct cli_args *a;
-	struct sqlite3 *db;
+	struct sim_store_read *db;
 	long long run;
 	struct sim_store_report *rep;
 };
@@ -84,7 +86,7 @@ static int report_load(struct report *r)
 	char err[512];
 	int rc = sim_store_report_read(r->db, r->run, &r->rep, err, sizeof(err));
 	if (rc == SIM_STORE_REPORT_QUERY)
-		return cli_db_error(r->a, r->db, r->a->pos[0]);
+		return cli_read_error(r->a, r->db, r->a->pos[0]);
 	if (rc == SIM_STORE_REPORT_CONFIG)
 		return cli_error(r->a, CLI_BADINPUT, "run %lld of %s: its configuration is not JSON "
 				 "(%s)", r->run, r->a->pos[0], err);
@@ -108,7 +110,7 @@ struct setting_bufs {
 	char preset[64], gpu[64], cluster[64], fid[16], sym[16], jit[32], gspeed[32];
 };
 
-static void setting_of(struct report *r, struct cli_run_setting *s, struct setting_bufs *b)
+static void setting_of(struct report *r, struct par_result_setting *s, struct setting_bufs *b)
 {
 	cfg_str(r, "model.preset", b->preset, sizeof(b->preset));
 	cfg_str(r, "cluster.gpu", b->gpu, sizeof(b->gpu));
@@ -120,7 +122,7 @@ static void setting_of(struct report *r, struct cli_run_setting *s, struct setti
 		snprintf(b->jit, sizeof(b->jit), "none");
 	if (!*cfg_str(r, "variability.gpu", b->gspeed, sizeof(b->gspeed)))
 		snprintf(b->gspeed, sizeof(b->gspeed), "none");
-	*s = (struct cli_run_setting){
+	*s = (struct par_result_setting){
 		.preset = b->preset, .gpu = b->gpu, .cluster = b->cluster, .fidelity = b->fid,
 		.symmetry_dp = !strcmp(b->sym, "dp"),
 		.layers = cfg_u(r, "model.layers"), .hidden = cfg_u(r, "model.hidden"),
@@ -163,11 +165,11 @@ static void print_run(struct report *r, int json)
 		par_result_json(stdout, &rep, metric(r, "run.wall_s"));
 		return;
 	}
-	struct cli_run_setting s;
+	struct par_result_setting s;
 	struct setting_bufs b;
 	setting_of(r, &s, &b);
 	printf("clustersim report: run %lld of %s: %s\n", r->run, r->a->pos[0], command(r));
-	cli_run_text(&s, &rep);
+	par_result_text(stdout, &s, &rep);
 }
 
 /* ---- a collective benchmark -------------------------------------------------------- */
@@ -285,7 +287,7 @@ static int print_jobs(struct report *r, int json)
 		goodput[i] = one.goodput;
 	}
 	int ideal = !strcmp(cfg_str(r, "cluster.topology", topo, sizeof(topo)), "ideal");
-	struct cli_jobs_view v = {
+	struct par_jobs_view v = {
 		.gpu = cfg_str(r, "cluster.gpu", gpu, sizeof(gpu)),
 		.preset = cfg_str(r, "cluster.preset", preset, sizeof(preset)),
 		.fidelity = cfg_str(r, "sim.fidelity", fid, sizeof(fid)),
@@ -296,14 +298,14 @@ static int print_jobs(struct report *r, int json)
 		.events = (unsigned long long)metric(r, "run.events"), .wall_s = metric(r, "run.wall_s"),
 	};
 	if (json) {
-		cli_jobs_json(&v);
+		par_jobs_json(stdout, &v);
 	} else {
-		struct cli_run_setting s;
+		struct par_result_setting s;
 		struct setting_bufs b;
 		setting_of(r, &s, &b);
 		printf("clustersim report: run %lld of %s: %s\n", r->run, r->a->pos[0], command(r));
-		cli_jobs_text(&v);
-		cli_run_variability(&s, &run);
+		par_jobs_text(stdout, &v);
+		par_result_variability(stdout, &s, run.stragglers, run.nstragglers);
 	}
 	free(links);
 	return CLI_OK;
@@ -334,16 +336,16 @@ static int report_run(struct cli_args *a)
 	struct report r = { .a = a };
 	if (cli_count(a, "run", 1, INT64_MAX, &r.run) < 0)
 		return CLI_BADINPUT;
-	int rc = export_db_open(a, &r.db);
+	int rc = cli_read_open(a, &r.db);
 	if (rc != CLI_OK)
 		return rc;
-	rc = export_db_run(a, r.db, &r.run);
+	rc = cli_read_run(a, r.db, &r.run);
 	if (rc == CLI_OK)
 		rc = report_load(&r);
 	if (rc == CLI_OK)
 		rc = report_print(&r);
 	sim_store_report_free(r.rep);
-	sim_store_report_close_db(r.db);
+	sim_store_read_close(r.db);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/result.h"
+#include "parallel/result_text.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
@@ -278,67 +279,12 @@ static int load(struct cli_args *a, struct scn_jobs *js)
 	return CLI_OK;
 }
 
-void cli_run_text(const struct cli_run_setting *s, const struct par_report *r)
-{
-	printf("  model       %s%s%.2f B parameters, %u layers, hidden %u\n", s->preset,
-	       s->preset[0] ? ": " : "", r->params / 1e9, s->layers, s->hidden);
-	printf("  cluster     %u x %s (%s), %s fidelity%s\n", r->gpus, s->gpu, s->cluster,
-	       s->fidelity, s->symmetry_dp ? ", data-parallel replica 0 simulated for all "
-	       "(sim.symmetry dp)" : "");
-	printf("  layout      dp %u (%s), tp %u, pp %u, cp %u; %u micro-batch%s of %u x %u "
-	       "tokens per replica\n", r->dp, r->strategy, s->tp, s->pp, s->cp, r->micro_batches,
-	       r->micro_batches == 1 ? "" : "es", s->micro_batch, s->seq);
-	const struct par_memory *mem = &r->memory;
-	/* The model states are what the rank holds from the start; the
-	 * breakdown is taken at the peak (with ZeRO-3 and FSDP gathered
-	 * parameters and unsharded gradients on top): two different moments. */
-	printf("  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB held "
-	       "from the start\n             at the peak: ", mem->peak / 1e9, mem->capacity / 1e9,
-	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
-	for (int c = 0; c < PAR_MEM_NCATS; c++)
-		printf("%s%s %.2f GB", c ? ", " : "", par_mem_name(c), mem->bytes[c] / 1e9);
-	printf("\n");
-	if (s->experts)
-		printf("  experts     %u experts, top %u, EP %u: the busiest GPU routes %.3fx the even "
-		       "share (%.1f %% of tokens dropped over capacity), adding %.6f s per step\n",
-		       s->experts, s->top_k, s->ep, r->moe.imbalance, 100 * r->moe.dropped,
-		       r->moe.imbalance_s);
-	if (s->offload)
-		printf("  offload     %.2f GB of optimizer states on the CPU; PCIe copies and the CPU "
-		       "step take %.6f s per step\n", r->offload.saved_bytes / 1e9, r->offload.host_s);
-	if (!mem->fits)
-		return;
-	printf("  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
-	       r->tokens_per_s, r->mfu, r->hfu);
-	cli_print_steps(r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s, r->step_min_s,
-			r->step_max_s);
-	cli_run_variability(s, r);
-	const struct par_goodput *g = &r->goodput;
-	cli_print_failures("  failures    ", g->job_mtbf_s, r->gpus, g->checkpoint_bytes,
-			   g->checkpoint_s, g->interval_s, g->young_s, g->goodput, g->failures,
-			   g->useful_s);
-	printf("  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
-	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
-	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
-	if (s->pp > 1)
-		printf("  pipeline    bubble %.4f of the pipeline phase (%.6f s, first forward to "
-		       "last backward of rank %u); memory peaks on stage %u\n",
-		       r->pipeline_s > 0 ? r->breakdown.bubble_s / r->pipeline_s : 0, r->pipeline_s,
-		       r->critical_rank, r->busiest_stage);
-}
-
-void cli_run_variability(const struct cli_run_setting *s, const struct par_report *r)
-{
-	cli_print_variability(s->jitter, s->jitter_cv, s->gpu_speed, s->gpu_cv, s->stragglers,
-			      s->straggler_slowdown, r->stragglers, r->nstragglers, s->seed);
-}
-
 /* What the text report names of the scenario. */
-static void setting_of(const struct scn *s, struct cli_run_setting *out)
+static void setting_of(const struct scn *s, struct par_result_setting *out)
 {
 	const struct par_model *m = &s->model;
 	const struct par_variability *v = &s->variability;
-	*out = (struct cli_run_setting){
+	*out = (struct par_result_setting){
 		.preset = m->preset, .layers = m->layers, .hidden = m->hidden,
 		.gpu = s->cluster.gpu, .cluster = s->cluster.preset,
 		.fidelity = sim_fidelity_name(s->sim.fidelity), .symmetry_dp = s->sim.symmetry == 1,
@@ -469,10 +415,10 @@ static int run_run(struct cli_args *a)
 		if (cli_has(a, "json")) {
 			par_result_json(stdout, &r, wall);
 		} else {
-			struct cli_run_setting set;
+			struct par_result_setting set;
 			setting_of(&s, &set);
 			printf("clustersim run: %s\n", s.path);
-			cli_run_text(&set, &r);
+			par_result_text(stdout, &set, &r);
 		}
 		if (!r.memory.fits) {
 			fprintf(stderr, "clustersim run: %s: out of memory: the busiest GPU needs "

@@ -9,8 +9,8 @@
  * does not hold up the rest; only this process writes the database. A point
  * whose worker dies (an abort, the OOM killer) is stored as failed with the
  * signal, and the sweep goes on. A sweep is identified by its scenario's
- * content, overrides and varied values (signature()): rerunning it into the
- * same database skips the points already stored (resume). Results do not
+ * content, overrides and varied values (scn_sweep_signature(),
+ * scenarios/sweep.h): rerunning it into the same database skips the points already stored (resume). Results do not
  * depend on the number of workers. The exit code is 1 when a point failed
  * or none is ok (sweep_outcome()).
  */
@@ -29,16 +29,12 @@
 #include "parallel/result.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
-#include "scenarios/train_of.h"
+#include "scenarios/sweep.h"
 #include "sim/outfile.h"
 #include "sim/store.h"
 #include "sim/mpi_pool.h"
 #include "sim/pool.h"
 #include "sim/sha256.h"
-
-#define MAX_VARY 8
-#define MAX_VALUES 64
-#define MAX_POINTS 100000
 
 static const struct cli_opt sweep_opts[] = {
 	{ "vary", 0, CLI_LIST, "KEY=V1,V2,...", NULL,
@@ -54,177 +50,26 @@ static const struct cli_opt sweep_opts[] = {
 	{ 0 },
 };
 
-/* The varied keys and their values. */
-struct vary {
-	char key[128];
-	char *values[MAX_VALUES];
-	unsigned n;
-};
-
-struct sweep {
-	struct vary vary[MAX_VARY];
-	unsigned nvary;
-	uint32_t npoints;
-	const char **base;            /* --set and --fidelity, for every point */
-	size_t nbase;
-};
-
-/* What a worker sends back (fixed size); a reason holds any scenario error
- * whole. */
-struct result {
-	uint32_t point;
-	int status;                   /* 0 ok, 1 no_fit, 2 invalid, 3 failed */
-	char reason[SCN_ERRLEN];
-	double fig[PAR_RESULT_FIGURES];  /* the sweep_points figures
-					 * (parallel/result.h), NAN: none */
-};
-
 /* The figures of a point are the columns of sweep_points. */
 _Static_assert(PAR_RESULT_FIGURES == SIM_STORE_POINT_FIGURES,
 	       "parallel/result.c's sweep figures are sim/store.c's sweep_points columns");
 
-static const char *const status_names[] = { "ok", "no_fit", "invalid", "failed" };
-
-/* "4..64" -> 4, 8, 16, 32, 64; anything else is one value. */
-static int expand(struct cli_args *a, struct vary *v, const char *item)
-{
-	const char *dots = strstr(item, "..");
-	if (!dots) {
-		if (v->n == MAX_VALUES)
-			return cli_error(a, CLI_BADINPUT, "option --vary %s: at most %d values",
-					 v->key, MAX_VALUES);
-		v->values[v->n++] = xstrdup(item);
-		return CLI_OK;
-	}
-	char first[32];
-	unsigned long long lo = 0, hi = 0;
-	snprintf(first, sizeof(first), "%.*s", (int)(dots - item), item);
-	if ((size_t)(dots - item) >= sizeof(first) ||
-	    sim_whole_parse(first, 1ull << 62, &lo, NULL, 0) < 0 ||
-	    sim_whole_parse(dots + 2, 1ull << 62, &hi, NULL, 0) < 0 ||
-	    lo == 0 || hi < lo || (lo & (lo - 1)) || (hi & (hi - 1)))
-		return cli_error(a, CLI_BADINPUT, "option --vary %s: '%s': a range a..b takes "
-				 "powers of two, a <= b", v->key, item);
-	for (unsigned long long x = lo; x <= hi; x *= 2) {
-		char buf[32];
-		snprintf(buf, sizeof(buf), "%llu", x);
-		if (expand(a, v, buf))
-			return CLI_BADINPUT;
-	}
-	return CLI_OK;
-}
-
-static int parse_vary(struct cli_args *a, struct sweep *sw)
+static int parse_vary(struct cli_args *a, struct scn_sweep *sw)
 {
 	int nvary;
 	const char **vary = cli_list(a, "vary", &nvary);
 	if (nvary == 0)
 		return cli_error(a, CLI_BADINPUT, "give at least one --vary KEY=V1,V2,...");
-	sw->npoints = 1;
 	for (int k = 0; k < nvary; k++) {
-		const char *kv = vary[k], *eq = strchr(kv, '=');
-		if ((unsigned)k == MAX_VARY)
-			return cli_error(a, CLI_BADINPUT, "option --vary: at most %d keys", MAX_VARY);
-		struct vary *v = &sw->vary[sw->nvary++];
-		if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(v->key) || !eq[1])
-			return cli_error(a, CLI_BADINPUT, "option --vary: expected KEY=V1,V2,..., got "
-					 "'%s'", kv);
-		snprintf(v->key, sizeof(v->key), "%.*s", (int)(eq - kv), kv);
-		char *vals = xstrdup(eq + 1), *save = NULL;
-		for (char *t = strtok_r(vals, ",", &save); t; t = strtok_r(NULL, ",", &save))
-			if (expand(a, v, t)) {
-				free(vals);
-				return CLI_BADINPUT;
-			}
-		free(vals);
-		if (!v->n || (uint64_t)sw->npoints * v->n > MAX_POINTS)
-			return cli_error(a, CLI_BADINPUT, "option --vary %s: expected 1 to %d points "
-					 "in all", v->key, MAX_POINTS);
-		sw->npoints *= v->n;
+		char err[256];
+		int rc = scn_sweep_vary(sw, vary[k], err, sizeof(err));
+		if (rc == SCN_SWEEP_BAD_KEY)
+			return cli_error(a, CLI_BADINPUT, "option --vary %s: %s",
+					 sw->vary[sw->nvary - 1].key, err);
+		if (rc)
+			return cli_error(a, CLI_BADINPUT, "option --vary: %s", err);
 	}
 	return CLI_OK;
-}
-
-/* The value of each varied key at a point (the last key varies fastest). */
-static void point_values(const struct sweep *sw, uint32_t point, const char **out)
-{
-	for (unsigned k = sw->nvary; k-- > 0;) {
-		out[k] = sw->vary[k].values[point % sw->vary[k].n];
-		point /= sw->vary[k].n;
-	}
-}
-
-/* Keep a message as the point's reason, cut to fit. */
-static void set_reason(struct result *r, const char *why)
-{
-	size_t n = strlen(why);
-	if (n >= sizeof(r->reason))
-		n = sizeof(r->reason) - 1;
-	memcpy(r->reason, why, n);
-	r->reason[n] = 0;
-}
-
-/* Simulate the scenario with sets applied, as a point: figures and status
- * into r. */
-static void simulate_point(const char *path, const char *const *sets, size_t n, struct result *r)
-{
-	char err[SCN_ERRLEN];
-	struct scn s;
-	if (scn_load(&s, path, sets, n, err, sizeof(err)) < 0) {
-		r->status = 2;
-		set_reason(r, err);
-		return;
-	}
-	struct par_compute_model *cm = par_compute_model_new(
-		&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision, s.datadir, err,
-		sizeof(err));
-	if (!cm) {
-		r->status = 2;
-		set_reason(r, err);
-		return;
-	}
-	struct par_train t;
-	scn_train_of(&t, &s, cm);
-	struct par_report rep;
-	int rc;
-	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {
-		r->status = 2;
-		set_reason(r, err);
-	} else if (!rep.memory.fits) {
-		r->status = 1;
-		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB of %.2f GB",
-			 rep.memory.peak / 1e9, rep.memory.capacity / 1e9);
-	} else if ((rc = par_train_simulate(&t, &rep, err, sizeof(err))) < 0) {
-		r->status = rc == PAR_RUN_CLOCK ? 2 : 3;  /* past the clock: refused */
-		set_reason(r, err);
-	}
-	par_compute_model_free(cm);
-	if (r->status == 2 || r->status == 3)
-		return;
-	par_result_figures(&rep, r->fig);  /* no_fit: what needs a fit is NAN */
-}
-
-/* Run one point: every --set, then the point's values (no limit on their
- * number), applied to the scenario. */
-static void run_point(const char *path, const struct sweep *sw, uint32_t point, struct result *r)
-{
-	const char *vals[MAX_VARY];
-	char *own[MAX_VARY];
-	const char **sets = xcalloc(sw->nbase + sw->nvary, sizeof(char *));
-	size_t n = 0;
-	memset(r, 0, sizeof(*r));
-	r->point = point;
-	for (int i = 0; i < PAR_RESULT_FIGURES; i++)
-		r->fig[i] = NAN;
-	point_values(sw, point, vals);
-	for (size_t i = 0; i < sw->nbase; i++)
-		sets[n++] = sw->base[i];
-	for (unsigned k = 0; k < sw->nvary; k++)
-		sets[n++] = own[k] = xasprintf("%s=%s", sw->vary[k].key, vals[k]);
-	simulate_point(path, sets, n, r);
-	for (unsigned k = 0; k < sw->nvary; k++)
-		free(own[k]);
-	free(sets);
 }
 
 /* ---- the pool's callbacks (sim/pool.h) ------------------------------------ */
@@ -241,7 +86,7 @@ static void on_sigint(int sig)
  * in this process, where results go. */
 struct serve {
 	const char *path;
-	const struct sweep *sw;
+	const struct scn_sweep *sw;
 	struct collect *collect;      /* NULL in an MPI rank other than 0 */
 };
 
@@ -251,17 +96,17 @@ static void serve_point(void *ctx, const void *task, void *buf)
 	const struct serve *sv = ctx;
 	uint32_t point = *(const uint32_t *)task;
 	pool_test_crash(point);
-	run_point(sv->path, sv->sw, point, buf);
+	scn_sweep_run_point(sv->path, sv->sw, point, buf);
 }
 
 /* A point whose worker died: failed, with how it died. */
 static void lost_point(void *ctx, const void *task, void *buf, const char *why)
 {
-	struct result *r = buf;
+	struct scn_sweep_result *r = buf;
 	(void)ctx;
 	r->point = *(const uint32_t *)task;
-	r->status = 3;
-	set_reason(r, why);
+	r->status = SCN_SWEEP_FAILED;
+	snprintf(r->reason, sizeof(r->reason), "%s", why);
 	for (int i = 0; i < PAR_RESULT_FIGURES; i++)
 		r->fig[i] = NAN;
 }
@@ -269,7 +114,7 @@ static void lost_point(void *ctx, const void *task, void *buf, const char *why)
 /* ---- output -------------------------------------------------------------------- */
 
 struct point_out {
-	struct result r;
+	struct scn_sweep_result r;
 	int done;
 };
 
@@ -288,20 +133,20 @@ static void progress(uint32_t done, uint32_t total, double t0)
 		fputc('\n', stderr);
 }
 
-static void print_table(const struct sweep *sw, const struct point_out *pts)
+static void print_table(const struct scn_sweep *sw, const struct point_out *pts)
 {
 	for (unsigned k = 0; k < sw->nvary; k++)
 		printf("%-*s ", 14, sw->vary[k].key + (strrchr(sw->vary[k].key, '.') ?
 				strrchr(sw->vary[k].key, '.') - sw->vary[k].key + 1 : 0));
 	printf("%12s %8s %10s  %s\n", "step(s)", "MFU", "peak(GB)", "status");
 	for (uint32_t i = 0; i < sw->npoints; i++) {
-		const char *vals[MAX_VARY];
+		const char *vals[SCN_SWEEP_MAX_VARY];
 		if (!pts[i].done)
 			continue;
-		point_values(sw, i, vals);
+		scn_sweep_point_values(sw, i, vals);
 		for (unsigned k = 0; k < sw->nvary; k++)
 			printf("%-14s ", vals[k]);
-		const struct result *r = &pts[i].r;
+		const struct scn_sweep_result *r = &pts[i].r;
 		struct par_report fig = { 0 };  /* the point's figures, by name */
 		par_result_from_figures(&fig, r->fig);
 		if (r->status == 0)
@@ -309,20 +154,20 @@ static void print_table(const struct sweep *sw, const struct point_out *pts)
 			       fig.memory.peak / 1e9);
 		else
 			printf("%12s %8s %10s  %s: %s\n", "-", "-", isnan(fig.memory.peak) ? "-" : "",
-			       status_names[r->status], r->reason);
+			       scn_sweep_status_names[r->status], r->reason);
 	}
 }
 
-static void print_json(const struct sweep *sw, const struct point_out *pts, int64_t id,
+static void print_json(const struct scn_sweep *sw, const struct point_out *pts, int64_t id,
 		       double wall)
 {
 	printf("{\"sweep\":%lld,\"points\":[", (long long)id);
 	int first = 1;
 	for (uint32_t i = 0; i < sw->npoints; i++) {
-		const char *vals[MAX_VARY];
+		const char *vals[SCN_SWEEP_MAX_VARY];
 		if (!pts[i].done)
 			continue;
-		point_values(sw, i, vals);
+		scn_sweep_point_values(sw, i, vals);
 		printf("%s{\"point\":%u,\"values\":{", first ? "" : ",", i);
 		for (unsigned k = 0; k < sw->nvary; k++) {
 			printf("%s", k ? "," : "");
@@ -330,7 +175,7 @@ static void print_json(const struct sweep *sw, const struct point_out *pts, int6
 			printf(":");
 			cli_json_str(stdout, vals[k]);
 		}
-		printf("},\"status\":\"%s\"", status_names[pts[i].r.status]);
+		printf("},\"status\":\"%s\"", scn_sweep_status_names[pts[i].r.status]);
 		if (pts[i].r.status) {
 			printf(",\"reason\":");
 			cli_json_str(stdout, pts[i].r.reason);
@@ -344,7 +189,7 @@ static void print_json(const struct sweep *sw, const struct point_out *pts, int6
 	printf("],\"wall_s\":%.6f}\n", wall);
 }
 
-static int write_csv(struct cli_args *a, const struct sweep *sw, const struct point_out *pts)
+static int write_csv(struct cli_args *a, const struct scn_sweep *sw, const struct point_out *pts)
 {
 	struct sim_out o;
 	int rc = cli_out_open(a, "option --csv", cli_str(a, "csv", ""), &o);
@@ -359,13 +204,13 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 		cli_csv_field(f, par_result_figure_name(i), 0);
 	fputc('\n', f);
 	for (uint32_t i = 0; i < sw->npoints; i++) {
-		const char *vals[MAX_VARY];
+		const char *vals[SCN_SWEEP_MAX_VARY];
 		if (!pts[i].done)
 			continue;
-		point_values(sw, i, vals);
+		scn_sweep_point_values(sw, i, vals);
 		for (unsigned k = 0; k < sw->nvary; k++)
 			cli_csv_field(f, vals[k], k == 0);
-		cli_csv_field(f, status_names[pts[i].r.status], 0);
+		cli_csv_field(f, scn_sweep_status_names[pts[i].r.status], 0);
 		cli_csv_field(f, pts[i].r.status ? pts[i].r.reason : "", 0);
 		for (int k = 0; k < PAR_RESULT_FIGURES; k++) {
 			char v[40] = "";
@@ -380,85 +225,15 @@ static int write_csv(struct cli_args *a, const struct sweep *sw, const struct po
 
 /* ---- the command ------------------------------------------------------------------ */
 
-/* The sweep as text, for people: the scenario, --set and --vary as given
- * (the vary column of sweeps). */
-static char *sweep_text(const char *path, const struct sweep *sw)
+static void store_result(struct sim_store *st, int64_t id, const struct scn_sweep *sw,
+			 const struct scn_sweep_result *r)
 {
-	size_t cap = 4096, n = 0;
-	char *s = xmalloc(cap);
-	n += (size_t)snprintf(s, cap, "%s", path);
-	for (size_t i = 0; i < sw->nbase; i++) {
-		while (n + strlen(sw->base[i]) + 8 >= cap)
-			s = xrealloc(s, cap *= 2);
-		n += (size_t)snprintf(s + n, cap - n, " --set %s", sw->base[i]);
-	}
-	for (unsigned k = 0; k < sw->nvary; k++)
-		for (unsigned v = 0; v < sw->vary[k].n; v++) {
-			while (n + strlen(sw->vary[k].key) + strlen(sw->vary[k].values[v]) + 16 >= cap)
-				s = xrealloc(s, cap *= 2);
-			n += (size_t)snprintf(s + n, cap - n, "%s%s=%s", v ? "," : " --vary ",
-					      v ? "" : sw->vary[k].key, sw->vary[k].values[v]);
-		}
-	return s;
-}
-
-/* A growing signature: fields as netstrings. */
-struct sig {
-	char *s;
-	size_t n, cap;
-};
-
-/* Append "LEN:BYTES,": a field's length comes before it, so no text in a
- * field (a comma, an '=', a space) can end it or start the next. */
-static void sig_field(struct sig *g, const char *field)
-{
-	size_t len = strlen(field);
-	while (g->n + len + 32 >= g->cap)
-		g->s = xrealloc(g->s, g->cap = g->cap ? 2 * g->cap : 1024);
-	g->n += (size_t)snprintf(g->s + g->n, g->cap - g->n, "%zu:%s,", len, field);
-}
-
-static void sig_count(struct sig *g, size_t n)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%zu", n);
-	sig_field(g, buf);
-}
-
-/*
- * The signature that finds a sweep again: the format, the scenario file's
- * SHA-256 (its content, not its path: an edited scenario is a new sweep, a
- * moved one the same), then the --set overrides and each varied key with
- * its values, every list preceded by its length. Two sweeps share it only
- * when they run the same points on the same file.
- */
-static char *signature(const char *sha, const struct sweep *sw)
-{
-	struct sig g = { 0 };
-	sig_field(&g, "clustersim-sweep-2");
-	sig_field(&g, sha);
-	sig_count(&g, sw->nbase);
-	for (size_t i = 0; i < sw->nbase; i++)
-		sig_field(&g, sw->base[i]);
-	sig_count(&g, sw->nvary);
-	for (unsigned k = 0; k < sw->nvary; k++) {
-		sig_field(&g, sw->vary[k].key);
-		sig_count(&g, sw->vary[k].n);
-		for (unsigned v = 0; v < sw->vary[k].n; v++)
-			sig_field(&g, sw->vary[k].values[v]);
-	}
-	return g.s;
-}
-
-static void store_result(struct sim_store *st, int64_t id, const struct sweep *sw,
-			 const struct result *r)
-{
-	const char *vals[MAX_VARY], *keys[MAX_VARY];
-	point_values(sw, r->point, vals);
+	const char *vals[SCN_SWEEP_MAX_VARY], *keys[SCN_SWEEP_MAX_VARY];
+	scn_sweep_point_values(sw, r->point, vals);
 	for (unsigned k = 0; k < sw->nvary; k++)
 		keys[k] = sw->vary[k].key;
 	struct sim_store_point p = {
-		.point = r->point, .status = status_names[r->status],
+		.point = r->point, .status = scn_sweep_status_names[r->status],
 		.reason = r->status ? r->reason : NULL, .keys = keys, .values = vals,
 		.nvalues = sw->nvary,
 	};
@@ -469,7 +244,7 @@ static void store_result(struct sim_store *st, int64_t id, const struct sweep *s
 
 /* What run_all keeps while results come in, from workers or MPI ranks. */
 struct collect {
-	const struct sweep *sw;
+	const struct scn_sweep *sw;
 	struct sim_store *st;
 	int64_t id;
 	struct point_out *pts;
@@ -480,7 +255,7 @@ struct collect {
 static void collect_result(void *ctx, const void *result)
 {
 	struct collect *c = ((const struct serve *)ctx)->collect;
-	const struct result *r = result;
+	const struct scn_sweep_result *r = result;
 	c->pts[r->point].r = *r;
 	c->pts[r->point].done = 1;
 	if (c->st)
@@ -491,7 +266,7 @@ static void collect_result(void *ctx, const void *result)
 /* Hand out the points not yet stored to the pool (forked workers, or MPI
  * ranks); collect and store their results; fill in the points earlier runs
  * stored. */
-static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store *st, int64_t id,
+static int run_all(struct cli_args *a, const struct scn_sweep *sw, struct sim_store *st, int64_t id,
 		   struct point_out *pts, int jobs, double t0)
 {
 	uint32_t todo = 0, total = sw->npoints;
@@ -502,7 +277,7 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 	struct collect c = { .sw = sw, .st = st, .id = id, .pts = pts, .todo = todo, .t0 = t0 };
 	struct serve sv = { .path = a->pos[0], .sw = sw, .collect = &c };
 	const struct pool_job job = {
-		.task_size = sizeof(uint32_t), .result_size = sizeof(struct result),
+		.task_size = sizeof(uint32_t), .result_size = sizeof(struct scn_sweep_result),
 		.run = serve_point, .lost = lost_point, .done = collect_result, .ctx = &sv,
 	};
 	struct pool_stats ps;
@@ -519,9 +294,9 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
 			continue;
 		pts[i].r.point = i;
 		/* A status this version does not know counts as failed, never ok. */
-		pts[i].r.status = 3;
+		pts[i].r.status = SCN_SWEEP_FAILED;
 		for (int k = 0; k < 4; k++)
-			if (!strcmp(status, status_names[k]))
+			if (!strcmp(status, scn_sweep_status_names[k]))
 				pts[i].r.status = k;
 		pts[i].done = 1;
 	}
@@ -541,7 +316,7 @@ static int run_all(struct cli_args *a, const struct sweep *sw, struct sim_store 
  * worker died) or none is ok. no_fit and invalid points are answers, not
  * failures.
  */
-static int sweep_outcome(struct cli_args *a, const struct sweep *sw, const struct point_out *pts)
+static int sweep_outcome(struct cli_args *a, const struct scn_sweep *sw, const struct point_out *pts)
 {
 	uint32_t count[4] = { 0 };
 	for (uint32_t i = 0; i < sw->npoints; i++)
@@ -556,11 +331,9 @@ static int sweep_outcome(struct cli_args *a, const struct sweep *sw, const struc
 	return CLI_OK;
 }
 
-static void sweep_free(struct sweep *sw, char *fid)
+static void sweep_free(struct scn_sweep *sw, char *fid)
 {
-	for (unsigned k = 0; k < sw->nvary; k++)
-		for (unsigned v = 0; v < sw->vary[k].n; v++)
-			free(sw->vary[k].values[v]);
+	scn_sweep_free(sw);
 	free(sw->base);
 	free(fid);
 }
@@ -570,7 +343,7 @@ static int sweep_run(struct cli_args *a)
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one scenario file (clustersim sweep "
 				 "SCENARIO.yaml --vary KEY=V1,V2,...)");
-	struct sweep sw = { 0 };
+	struct scn_sweep sw = { 0 };
 	int rc = parse_vary(a, &sw);
 	long long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	if (rc == CLI_OK && cli_count(a, "jobs", 1, 64, &jobs) < 0)
@@ -602,7 +375,7 @@ static int sweep_run(struct cli_args *a)
 		/* An MPI rank other than 0: run the points rank 0 hands out. */
 		struct serve sv = { .path = a->pos[0], .sw = &sw };
 		const struct pool_job job = {
-			.task_size = sizeof(uint32_t), .result_size = sizeof(struct result),
+			.task_size = sizeof(uint32_t), .result_size = sizeof(struct scn_sweep_result),
 			.run = serve_point, .lost = lost_point, .ctx = &sv,
 		};
 		signal(SIGINT, SIG_IGN);  /* rank 0 decides when to stop */
@@ -620,7 +393,7 @@ static int sweep_run(struct cli_args *a)
 				       strerror(errno));
 		else
 			rc = cli_store_open(a, cli_str(a, "db", ""), &st);
-		char *sig = signature(sha, &sw), *text = sweep_text(a->pos[0], &sw);
+		char *sig = scn_sweep_signature(sha, &sw), *text = scn_sweep_text(a->pos[0], &sw);
 		if (rc == CLI_OK &&
 		    (id = sim_store_sweep_open(st, sig, a->line, a->pos[0], text, &resumed)) < 0)
 			rc = cli_error(a, CLI_FAIL, "--db: %s", sim_store_error(st));

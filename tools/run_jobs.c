@@ -6,8 +6,8 @@
  * and a job_links row per job and shared link.
  *
  * The report is printed from the rows that are stored (struct
- * sim_store_job_row, struct par_link_share), by cli_jobs_text and
- * cli_jobs_json, which `report` calls on the rows it reads back: the two
+ * sim_store_job_row, struct par_link_share), by par_jobs_text and
+ * par_jobs_json (parallel/result_text.h), which `report` calls on the rows it reads back: the two
  * commands print the same text.
  */
 #include "tools/cli.h"
@@ -22,14 +22,13 @@
 #include "parallel/jobs.h"
 #include "parallel/layout.h"
 #include "parallel/result.h"
+#include "parallel/result_text.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
 #include "sim/store.h"
 #include "topology/topo.h"
 
-/* Links listed in the text report; --json and --db have them all. */
-#define TEXT_LINKS 8
 
 struct jobs_cli {
 	struct scn_jobs *js;
@@ -242,121 +241,11 @@ static int store_results(struct jobs_cli *c)
 	return 0;
 }
 
-/* ---- the report (run and report) ------------------------------------------------ */
-
-void cli_jobs_text(const struct cli_jobs_view *v)
-{
-	const char *unit = v->ideal ? "GPUs" : "nodes";
-	printf("  cluster     %u x %s (%s), %s fidelity; %zu job%s, timed until each has %u "
-	       "step%s\n", v->gpus, v->gpu, v->preset, v->fidelity, v->n, v->n == 1 ? "" : "s",
-	       v->steps, v->steps == 1 ? "" : "s");
-	for (size_t i = 0; i < v->n; i++) {
-		const struct sim_store_job_row *j = &v->job[i];
-		const struct sim_store_job_steps *al = &j->alone, *sh = &j->shared;
-		char where[64];
-		if (j->nodes == 1)
-			snprintf(where, sizeof(where), "%.*s %u", (int)strlen(unit) - 1, unit,
-				 j->first_node);
-		else
-			snprintf(where, sizeof(where), "%s %u-%u", unit, j->first_node,
-				 j->first_node + j->nodes - 1);
-		printf("  job %-7s %s (ranks %u-%u): %s%s%.2f B parameters; dp %u (%s), tp %u, "
-		       "pp %u, cp %u\n", j->name, where, j->first_rank, j->first_rank + j->gpus - 1,
-		       j->model, j->model[0] ? ", " : "", j->params / 1e9, j->dp, j->strategy, j->tp,
-		       j->pp, j->cp);
-		if (j->start_s > 0)
-			printf("              starts at %.6f s\n", j->start_s);
-		printf("              memory peak %.2f GB of %.2f GB per GPU: %s\n",
-		       j->peak_bytes / 1e9, j->capacity_bytes / 1e9,
-		       j->fits ? "fits" : "OUT OF MEMORY");
-		if (!j->fits)
-			continue;
-		printf("              step alone %.6f s, shared %.6f s (%+.2f %%); shared: tokens/s "
-		       "%.0f, MFU %.4f\n", al->step_time_s, sh->step_time_s,
-		       100 * (sh->step_time_s / al->step_time_s - 1), sh->tokens_per_s, sh->mfu);
-		if (sh->steps > 1)
-			printf("              steps %u / %u: p50 %.6f / %.6f s, p99 %.6f / %.6f s "
-			       "(alone / shared)\n", al->steps, sh->steps, al->p50_s, sh->p50_s,
-			       al->p99_s, sh->p99_s);
-		const struct par_goodput *g = &v->goodput[i];
-		cli_print_failures("              failures: ", g->job_mtbf_s, j->gpus,
-				   g->checkpoint_bytes, g->checkpoint_s, g->interval_s, g->young_s,
-				   g->goodput, g->failures, g->useful_s);
-	}
-	if (!v->nlinks) {
-		printf("  links       no link carries more than one job's traffic\n");
-		return;
-	}
-	printf("  links       %zu carry more than one job's traffic (bytes per step, each job "
-	       "alone)%s\n", v->nlinks, v->nlinks > TEXT_LINKS ? "; the busiest:" : ":");
-	for (size_t l = 0; l < v->nlinks && l < TEXT_LINKS; l++) {
-		const struct par_link_share *ls = &v->links[l];
-		printf("              %-24s %7.1f GB/s:", ls->name, ls->bw_Bps / 1e9);
-		for (size_t i = 0, k = 0; i < v->n; i++)
-			if (ls->bytes[i] > 0)
-				printf("%s %s %.3f GB", k++ ? "," : "", v->job[i].name,
-				       ls->bytes[i] / 1e9);
-		printf("\n");
-	}
-}
-
-static void steps_json(const struct sim_store_job_steps *s)
-{
-	printf("{\"steps\":%u,\"step_time_s\":%.9g,\"step_time_p50_s\":%.9g,"
-	       "\"step_time_p90_s\":%.9g,\"step_time_p99_s\":%.9g,\"tokens_per_s\":%.9g,"
-	       "\"mfu\":%.6g}", s->steps, s->step_time_s, s->p50_s, s->p90_s, s->p99_s,
-	       s->tokens_per_s, s->mfu);
-}
-
-void cli_jobs_json(const struct cli_jobs_view *v)
-{
-	printf("{\"jobs\":[");
-	for (size_t i = 0; i < v->n; i++) {
-		const struct sim_store_job_row *j = &v->job[i];
-		printf("%s{\"name\":\"%s\",\"model\":\"%s\",\"first_node\":%u,\"nodes\":%u,"
-		       "\"first_rank\":%u,\"gpus\":%u,\"start_s\":%.9g,\"dp\":%u,\"tp\":%u,"
-		       "\"pp\":%u,\"cp\":%u,\"strategy\":\"%s\",\"params\":%.17g,\"memory\":{"
-		       "\"peak\":%.17g,\"capacity\":%.17g,\"fits\":%s}", i ? "," : "", j->name,
-		       j->model, j->first_node, j->nodes, j->first_rank, j->gpus, j->start_s, j->dp,
-		       j->tp, j->pp, j->cp,
-		       j->strategy, j->params, j->peak_bytes, j->capacity_bytes,
-		       j->fits ? "true" : "false");
-		if (v->goodput[i].job_mtbf_s > 0) {
-			const struct par_report g = { .goodput = v->goodput[i] };
-			printf(",\"failures\":{");
-			par_result_json_fields(stdout, &g, PAR_RESULT_G_FAILURES, "%.17g");
-			printf("}");
-		}
-		if (j->fits) {
-			printf(",\"alone\":");
-			steps_json(&j->alone);
-			printf(",\"shared\":");
-			steps_json(&j->shared);
-			printf(",\"slowdown\":%.9g", j->shared.step_time_s / j->alone.step_time_s);
-		}
-		printf("}");
-	}
-	printf("],\"shared_links\":[");
-	for (size_t l = 0; l < v->nlinks; l++) {
-		printf("%s{\"link\":\"%s\",\"bw_Bps\":%.17g,\"bytes\":{", l ? "," : "",
-		       v->links[l].name, v->links[l].bw_Bps);
-		for (size_t i = 0, k = 0; i < v->n; i++)
-			if (v->links[l].bytes[i] > 0)
-				printf("%s\"%s\":%.17g", k++ ? "," : "", v->job[i].name,
-				       v->links[l].bytes[i]);
-		printf("}}");
-	}
-	printf("],\"stragglers\":[");
-	for (unsigned i = 0; i < v->nstragglers; i++)
-		printf("%s%u", i ? "," : "", v->stragglers[i]);
-	printf("],\"events\":%llu,\"wall_s\":%.6f}\n", v->events, v->wall_s);
-}
-
 /* The view of this run. */
-static void view_of(const struct jobs_cli *c, double wall_s, struct cli_jobs_view *v)
+static void view_of(const struct jobs_cli *c, double wall_s, struct par_jobs_view *v)
 {
 	const struct topo_config *cl = &c->js->top.cluster;
-	*v = (struct cli_jobs_view){
+	*v = (struct par_jobs_view){
 		.gpu = cl->gpu, .preset = cl->preset, .gpus = (uint32_t)topo_config_gpus(cl),
 		.ideal = cl->kind == TOPO_IDEAL, .steps = c->run.steps,
 		.fidelity = sim_fidelity_name(c->js->top.sim.fidelity), .job = c->row, .n = c->run.n,
@@ -368,20 +257,23 @@ static void view_of(const struct jobs_cli *c, double wall_s, struct cli_jobs_vie
 
 static void print_report(const struct jobs_cli *c, int json, double wall_s)
 {
-	struct cli_jobs_view v;
+	struct par_jobs_view v;
 	view_of(c, wall_s, &v);
 	if (json) {
-		cli_jobs_json(&v);
+		par_jobs_json(stdout, &v);
 		return;
 	}
 	const struct scn *top = &c->js->top;
 	const struct par_variability *var = &top->variability;
 	printf("clustersim run: %s\n", top->path);
-	cli_jobs_text(&v);
-	cli_print_variability(par_dist_name(var->jitter), var->jitter_cv, par_dist_name(var->gpu),
-			      var->gpu_cv, var->stragglers, var->straggler_slowdown,
-			      c->res.stragglers, c->res.nstragglers,
-			      (unsigned long long)top->sim.seed);
+	par_jobs_text(stdout, &v);
+	const struct par_result_setting set = {
+		.jitter = par_dist_name(var->jitter), .jitter_cv = var->jitter_cv,
+		.gpu_speed = par_dist_name(var->gpu), .gpu_cv = var->gpu_cv,
+		.stragglers = var->stragglers, .straggler_slowdown = var->straggler_slowdown,
+		.seed = (unsigned long long)top->sim.seed,
+	};
+	par_result_variability(stdout, &set, c->res.stragglers, c->res.nstragglers);
 }
 
 /* ---- the command ----------------------------------------------------------------- */
