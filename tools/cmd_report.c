@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/dp.h"
 #include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "parallel/result.h"
@@ -93,15 +94,19 @@ static int report_load(struct report *r)
 	return rc ? db_fail(r, err) : CLI_OK;
 }
 
-/* ZeRO stage and FSDP as `clustersim run` names the strategy (the choice
- * of parallel/train.c's dp_strategy()). */
+/* The data-parallel strategy as `clustersim run` names it: parallel.strategy
+ * when the run names one, else the one its aliases name (par_dp_strategy_of;
+ * runs stored before parallel.strategy have only the aliases). */
 static const char *strategy(struct report *r)
 {
-	static const char *const by_zero[] = { "ddp", "zero1", "zero2", "zero3" };
+	char buf[64];
+	const char *name = cfg_str(r, "parallel.strategy", buf, sizeof(buf));
+	const struct par_dp_strategy *s = name && strcmp(name, "auto") ? par_dp_find(name) : NULL;
+	if (s)
+		return s->name;
 	unsigned zero = cfg_u(r, "parallel.zero");
-	if (cfg_num(r, "parallel.fsdp.enabled"))
-		return "fsdp";
-	return zero < ARRAY_SIZE(by_zero) ? by_zero[zero] : "?";
+	int fsdp = cfg_num(r, "parallel.fsdp.enabled") != 0;
+	return fsdp || zero <= 3 ? par_dp_of_aliases(zero, fsdp)->name : "?";
 }
 
 /* What the text report names of the scenario, from runs.config; the
@@ -363,8 +368,8 @@ const struct cli_cmd cli_cmd_report = {
 		"MFU and HFU, the critical rank's breakdown, the pipeline when pp > 1). With\n"
 		"--json, the object clustersim run --json printed, key for key, wall_s\n"
 		"included (runs.wall_s). The figures come from the metrics table, the rest\n"
-		"from runs.config; the strategy (ddp, zero1, zero2, zero3, fsdp) from its\n"
-		"parallel.zero and parallel.fsdp.enabled.\n"
+		"from runs.config; the strategy from its parallel.strategy (or, for runs\n"
+		"stored before that key, parallel.zero and parallel.fsdp.enabled).\n"
 		"\n"
 		"For a run of clustersim run on a scenario with a jobs list: the cluster line,\n"
 		"each job's lines and the shared links, from the jobs and job_links tables,\n"

@@ -106,4 +106,11 @@ r0=$(q "$T/opg-false.db" "select sum(bytes) from ops where rank=0 and name like 
 if [ -n "$r0" ] && awk "BEGIN { exit !($r1 == 2 * $r0) }"; then ok "fp32 gradients: twice the reduce-scatter bytes"
 else bad "fp32 reduce-scatter bytes: $r1 vs 2 x $r0"; fi
 
+# report names the strategy run named, parallel.strategy included.
+rm -f "$T/da.db"
+"$CS" run "$SC" --set parallel.strategy=ddp-after --fidelity analytic --db "$T/da.db" >/dev/null 2>&1
+rs=$("$CS" report "$T/da.db" --json 2>/dev/null | sed -n 's/.*"strategy":"\([^"]*\)".*/\1/p')
+if [ "$rs" = ddp-after ]; then ok "report names parallel.strategy's ddp-after"
+else bad "report's strategy for a ddp-after run: '$rs'"; fi
+
 finish
