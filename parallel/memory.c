@@ -12,7 +12,7 @@
 
 /* ---- checks and memory ----------------------------------------------------- */
 
-static int supported(const struct par_train *t, char *err, size_t errlen)
+int par_train_check(const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
 	const struct par_dp_env env = {
@@ -120,7 +120,7 @@ static void moe_report(const struct par_train *t, struct par_report *r)
 
 int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
 {
-	if (supported(t, err, errlen) < 0)
+	if (par_train_check(t, err, errlen) < 0)
 		return -1;
 	report_static(t, out);
 	moe_report(t, out);

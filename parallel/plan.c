@@ -27,6 +27,8 @@
 #include "parallel/dp.h"
 #include "parallel/moe.h"
 #include "parallel/schedule.h"
+#include "parallel/step.h"
+#include "parallel/train.h"
 #include "sim/util.h"
 
 /* Kernel times of one layer for one shape, forward and backward. */
@@ -161,21 +163,18 @@ static double rank_params(const struct par_planner *p, const struct par_layout *
 	return params / l->tp;
 }
 
+/* The simulator's own checks (step.h, train.h): what it would refuse, the
+ * planner drops as invalid. */
 static int valid(const struct par_planner *p, const struct par_candidate *c)
 {
-	const struct par_layout *l = &c->layout;
-	const struct par_model *m = &p->m;
-	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? p->gpus : p->cl.gpus_per_node, v = l->vpp;
-	uint32_t mbs = p->tr.global_batch / l->dp / c->micro_batch;
-	if (m->heads % l->tp || (m->kv_heads % l->tp && l->tp % m->kv_heads) || gpn % l->tp ||
-	    p->tr.seq % (2 * l->cp) || m->layers % (l->pp * v) || p->tr.global_batch % l->dp ||
-	    (p->tr.global_batch / l->dp) % c->micro_batch)
-		return 0;
-	if ((v > 1 && (l->pp < 2 || mbs % l->pp)) || (l->pp > 1 && l->zero >= 2))
-		return 0;
-	if (m->moe.experts && (m->moe.experts % l->ep || (l->dp * l->cp) % l->ep || l->zero >= 2))
-		return 0;
-	return 1;
+	struct par_training tr = p->tr;
+	tr.micro_batch = c->micro_batch, tr.recompute = c->recompute;
+	const struct par_train t = {
+		.model = &p->m, .training = &tr, .layout = &c->layout, .cluster = &p->cl,
+	};
+	char err[512];
+	return par_layout_check(&p->m, &tr, &c->layout, &p->cl, NULL, 0, err, sizeof(err)) == 0 &&
+	       par_train_check(&t, err, sizeof(err)) == 0;
 }
 
 /*
@@ -272,8 +271,8 @@ static uint32_t divisors(uint32_t x, uint32_t max, uint32_t *out, uint32_t cap)
 	return n;
 }
 
-size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
-		uint64_t *total)
+void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candidate *c),
+		   void *ctx)
 {
 	uint32_t tps[16], cps[16], pps[64], mbs[64], vpps[16], eps[16], ntp, ncp, npp, nep;
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
@@ -286,10 +285,6 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 	int inter_i = par_schedule_find("interleaved"), f1b1_i = par_schedule_find("1f1b");
 	BUG_ON(inter_i < 0 || f1b1_i < 0);
 	uint32_t inter = (uint32_t)inter_i, f1b1 = (uint32_t)f1b1_i;
-	size_t n = 0, cap = 1024;
-	struct par_candidate *c = xmalloc(cap * sizeof(*c));
-	memset(dropped, 0, PAR_DROP_NCAUSES * sizeof(uint64_t));
-	*total = 0;
 	for (uint32_t a = 0; a < ntp; a++)
 	for (uint32_t b = 0; b < ncp; b++)
 	for (uint32_t d = 0; d < npp; d++) {
@@ -322,17 +317,43 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 			l->sp = sp, l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;
-			(*total)++;
-			int why = par_plan_estimate(p, &k);
-			if (why) {
-				dropped[why - 1]++;
-				continue;
-			}
-			if (n == cap)
-				c = xreallocarray(c, cap *= 2, sizeof(*c));
-			c[n++] = k;
+			fn(ctx, &k);
 		}
 	}
+}
+
+/* What par_plan gathers while the candidates go by. */
+struct gather {
+	struct par_planner *p;
+	struct par_candidate *c;
+	size_t n, cap;
+	uint64_t *dropped, *total;
+};
+
+static void gather_one(void *ctx, struct par_candidate *k)
+{
+	struct gather *g = ctx;
+	(*g->total)++;
+	int why = par_plan_estimate(g->p, k);
+	if (why) {
+		g->dropped[why - 1]++;
+		return;
+	}
+	if (g->n == g->cap)
+		g->c = xreallocarray(g->c, g->cap *= 2, sizeof(*g->c));
+	g->c[g->n++] = *k;
+}
+
+size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
+		uint64_t *total)
+{
+	memset(dropped, 0, PAR_DROP_NCAUSES * sizeof(uint64_t));
+	*total = 0;
+	struct gather g = { .p = p, .cap = 1024, .dropped = dropped, .total = total };
+	g.c = xmalloc(g.cap * sizeof(*g.c));
+	par_plan_each(p, gather_one, &g);
+	struct par_candidate *c = g.c;
+	size_t n = g.n;
 	qsort(c, n, sizeof(*c), by_step);
 	*out = c;
 	return n;

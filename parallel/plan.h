@@ -58,7 +58,14 @@ void par_planner_free(struct par_planner *p);
 size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t dropped[],
 		uint64_t *total);
 
-/* Estimate one layout (0 if it is valid and fits, else the drop cause + 1). */
+/* Every candidate layout par_plan considers, in its order, before any
+ * check: fn(ctx, c) for each (c is the caller's to estimate or copy). */
+void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candidate *c),
+		   void *ctx);
+
+/* Estimate one layout (0 if it is valid and fits, else the drop cause + 1).
+ * Valid means what the simulator accepts: par_layout_check (step.h) and
+ * par_train_check (train.h). */
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c);
 
 #endif

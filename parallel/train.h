@@ -109,6 +109,14 @@ struct par_report {
 };
 
 /*
+ * What the step cannot run beyond its layout's own rules (step.h): the
+ * data-parallel strategy's checks with the model and cluster, expert
+ * parallelism without experts, sim.symmetry and variability. The planner
+ * drops what it refuses. 0, or -1 with err.
+ */
+int par_train_check(const struct par_train *t, char *err, size_t errlen);
+
+/*
  * Check that the layout can be built (what this version implements) and
  * work out the memory of one rank without running anything: a layout that
  * does not fit is reported before any event. 0, or -1 with err.

@@ -17,6 +17,7 @@
 
 #include "parallel/dp.h"
 #include "parallel/layout.h"
+#include "parallel/step.h"
 #include "parallel/schedule.h"
 #include "scenarios/scn-int.h"
 
@@ -393,110 +394,13 @@ static int check_model(const struct scn *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int check_layout(const struct scn *s, char *err, size_t errlen)
-{
-	const struct par_layout *p = &s->parallel;
-	const struct par_model *m = &s->model;
-	uint64_t have = topo_config_gpus(&s->cluster), mp = (uint64_t)p->tp * p->cp * p->pp;
-	if (m->heads % p->tp)
-		return sim_errf(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
-			    m->heads);
-	if (m->kv_heads % p->tp && p->tp % m->kv_heads)
-		return sim_errf(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
-			    "divide the other", p->tp, m->kv_heads);
-	if (s->cluster.kind != TOPO_IDEAL && (p->tp > s->cluster.gpus_per_node ||
-					       s->cluster.gpus_per_node % p->tp)) {
-		char why[256];
-		snprintf(why, sizeof(why), "parallel.tp: groups of %u do not fit the NVLink domains "
-			 "of %u GPUs (cluster.gpus_per_node)", p->tp, s->cluster.gpus_per_node);
-		if (!p->tp_across_nodes)
-			return sim_errf(err, errlen, "%s; set parallel.tp_across_nodes: true to "
-					"allow it", why);
-		snprintf(((struct scn *)s)->warnings, sizeof(s->warnings), "%s: tensor "
-			 "parallelism crosses the network", why);
-	}
-	if (have > TOPO_MAX_RANKS)
-		return sim_errf(err, errlen, "cluster: %llu GPUs, at most %u",
-			    (unsigned long long)have, TOPO_MAX_RANKS);
-	if (!p->dp && (mp > have || have % mp))
-		return sim_errf(err, errlen, "parallel.dp: auto needs tp x cp x pp (%llu) to divide the "
-			    "cluster's %llu GPUs", (unsigned long long)mp, (unsigned long long)have);
-	uint64_t dp = p->dp ? p->dp : have / mp;
-	if (dp * mp != have)
-		return sim_errf(err, errlen, "parallel: dp x tp x pp x cp = %llu x %u x %u x %u = %llu, "
-			    "expected the cluster's %llu GPUs (cluster.nodes x "
-			    "cluster.gpus_per_node)", (unsigned long long)dp, p->tp, p->pp, p->cp,
-			    (unsigned long long)(dp * mp), (unsigned long long)have);
-	if (p->vpp > 1 && (p->pp < 2 || (int)p->schedule != par_schedule_find("interleaved")))
-		return sim_errf(err, errlen, "parallel.vpp: %u model chunks per stage need "
-			    "parallel.pp >= 2 and parallel.schedule: interleaved", p->vpp);
-	if (p->pp > m->layers)
-		return sim_errf(err, errlen, "parallel.pp: %u stages for %u layers", p->pp, m->layers);
-	if (p->cp > 1 && p->cp_algo == PAR_CP_ULYSSES &&
-	    (m->kv_heads < p->tp || (m->kv_heads / p->tp) % p->cp))
-		return sim_errf(err, errlen, "parallel.cp: Ulysses splits the %u key/value heads of "
-				"each tensor-parallel rank (model.kv_heads %u / parallel.tp %u) over "
-				"the CP ranks: %u does not divide them; use cp_algo ring or zigzag",
-				m->kv_heads >= p->tp ? m->kv_heads / p->tp : 0, m->kv_heads, p->tp,
-				p->cp);
-	if (p->cp > 1 && p->cp_algo == PAR_CP_ZIGZAG && s->training.seq % (2 * p->cp))
-		return sim_errf(err, errlen, "parallel.cp: zig-zag cuts training.seq (%u) into "
-				"2 x %u chunks: expected a multiple of %u", s->training.seq, p->cp,
-				2 * p->cp);
-	if (s->training.seq % p->cp)
-		return sim_errf(err, errlen, "parallel.cp: %u does not divide training.seq (%u)", p->cp,
-			    s->training.seq);
-	if (m->moe.experts && m->moe.experts % p->ep)
-		return sim_errf(err, errlen, "parallel.ep: %u does not divide model.moe.experts (%u)",
-			    p->ep, m->moe.experts);
-	if ((dp * p->cp) % p->ep)
-		return sim_errf(err, errlen, "parallel.ep: %u does not divide dp x cp (%llu)", p->ep,
-			    (unsigned long long)(dp * p->cp));
-	return 0;
-}
-
-/* Pipeline: layers split over (virtual) stages, the schedule's constraints;
- * strategies that do not combine with a pipeline. */
-static int check_pipeline(const struct scn *s, uint32_t m, char *err, size_t errlen)
-{
-	const struct par_layout *p = &s->parallel;
-	uint32_t first, count, v = p->vpp ? p->vpp : 1;
-	for (uint32_t vs = 0; vs < p->pp * v; vs++)
-		if (par_stage_layers(p, s->model.layers, vs, &first, &count, err, errlen) < 0)
-			return -1;
-	if (par_schedule(p->schedule)->check(p->pp, m, v, err, errlen) < 0)
-		return -1;
-	return par_dp_check_layout(p, err, errlen);  /* what the strategy cannot run */
-}
-
-static int check_batch(const struct scn *s, char *err, size_t errlen)
-{
-	const struct par_training *t = &s->training;
-	uint32_t dp = scn_gpus(s) / (s->parallel.tp * s->parallel.cp * s->parallel.pp);
-	if (t->global_batch % dp)
-		return sim_errf(err, errlen, "training.global_batch: %u sequences do not split over "
-			    "%u data-parallel replicas", t->global_batch, dp);
-	uint32_t per = t->global_batch / dp;
-	if (per % t->micro_batch)
-		return sim_errf(err, errlen, "training.micro_batch: %u does not divide the %u sequences "
-			    "of each replica (global_batch / dp)", t->micro_batch, per);
-	/* Each micro-batch is ops in every program: memory and time grow with
-	 * their count, so it is bounded. */
-	if (per / t->micro_batch > SCN_MAX_MICRO_BATCHES)
-		return sim_errf(err, errlen, "training.global_batch: %u sequences over %u replicas "
-				"of micro-batches of %u are %u micro-batches per replica: at most %u "
-				"(raise training.micro_batch or the data-parallel size)",
-				t->global_batch, dp, t->micro_batch, per / t->micro_batch,
-				SCN_MAX_MICRO_BATCHES);
-	return check_pipeline(s, per / t->micro_batch, err, errlen);
-}
-
 int scn_validate(const struct scn *s, char *err, size_t errlen)
 {
 	if (topo_config_check(&s->cluster, err, errlen) < 0)
 		return -1;
-	if (check_model(s, err, errlen) < 0 || check_layout(s, err, errlen) < 0 ||
-	    check_batch(s, err, errlen) < 0)
+	if (check_model(s, err, errlen) < 0 ||
+	    par_layout_check(&s->model, &s->training, &s->parallel, &s->cluster,
+			     ((struct scn *)s)->warnings, sizeof(s->warnings), err, errlen) < 0)
 		return -1;
 	return 0;
 }

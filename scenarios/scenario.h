@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "parallel/config.h"
+#include "parallel/step.h"
 #include "parallel/goodput.h"
 #include "parallel/jobs.h"
 #include "sim/sim.h"
@@ -55,7 +56,7 @@ struct scn {
 /* Most micro-batches per data-parallel replica in one step (global_batch /
  * dp / micro_batch): each is ops in every program, about 4 KB and 0.2 ms
  * per layer to build and run (a 24-layer model: 0.4 GB at the bound). */
-#define SCN_MAX_MICRO_BATCHES 4096u
+#define SCN_MAX_MICRO_BATCHES PAR_MAX_MICRO_BATCHES
 
 /* Largest scenario file read (a pipe of /dev/zero must not fill memory). */
 #define SCN_MAX_FILE_BYTES (64 << 20)
