@@ -28,7 +28,7 @@ struct verdicts {
 	const struct scn *s;
 	const struct par_compute_model *cm;
 	unsigned total, invalid, disagree;
-	char first[512];                 /* the first disagreement            */
+	char first[2048];                /* the first disagreement            */
 };
 
 static void judge(void *ctx, struct par_candidate *c)
