@@ -1,9 +1,9 @@
 /*
- * builder.c - the step builder's own machinery: the data-parallel size and
- * micro-batches, the helpers the strategies call (collectives, parameters,
- * memory markers, waits), appending model ops to the compute stream, and
- * building one stage's program from the schedule's actions (par_b_build),
- * with the strategy's private state from its init to its fini hook.
+ * builder.c - the step builder's own machinery: the helpers the strategies
+ * call (collectives, parameters, memory markers, waits), appending model
+ * ops to the compute stream, and building one stage's program of a
+ * resolved step (step.h) from the schedule's actions (par_b_build), with
+ * the strategy's private state from its init to its fini hook.
  *
  * A compute op waits for what the builder holds for it (par_b_wait): a
  * pipeline receive, tensor- or context-parallel collectives, parameter
@@ -17,17 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-uint32_t par_dp_of(const struct par_train *t)
-{
-	const struct par_layout *l = t->layout;
-	return l->dp ? l->dp : (uint32_t)topo_config_gpus(t->cluster) / (l->tp * l->cp * l->pp);
-}
-
-uint32_t par_micro_batches(const struct par_train *t)
-{
-	return t->training->global_batch / par_dp_of(t) / t->training->micro_batch;
-}
 
 /* ---- helpers for the strategies ---------------------------------------- */
 
@@ -48,14 +37,7 @@ double par_b_params(const struct builder *b)
 
 double par_b_layer_params(const struct builder *b, int l)
 {
-	const struct par_model *m = b->t->model;
-	if (l < 0)
-		return (par_embedding_params(m) + par_head_params(m)) / b->tp;
-	if (!par_layer_is_moe(m, (unsigned)l))
-		return par_layer_params(m) / b->tp;
-	/* An MoE layer: the rank holds experts / ep of the routed experts. */
-	double ep = b->t->layout->ep ? b->t->layout->ep : 1, e = par_expert_params(m);
-	return (par_moe_layer_params(m) - m->moe.experts * e * (1 - 1 / ep)) / b->tp;
+	return par_step_layer_params(b->s, l);
 }
 
 /* The virtual stages of this program's stage: chunk c is vs = c p + s. */
@@ -66,48 +48,15 @@ uint32_t par_b_vstage(const struct builder *b, unsigned chunk)
 
 void par_b_stage_range(const struct builder *b, uint32_t vs, uint32_t *first, uint32_t *count)
 {
-	char err[256];
-	if (par_stage_layers(b->t->layout, b->t->model->layers, vs, first, count, err,
-			     sizeof(err)) < 0)
-		BUG("%s", err);  /* scn_validate checked the split */
+	*first = b->s->layer_first[vs];
+	*count = b->s->layer_count[vs];
 }
 
-/*
- * This rank's parameters in forward order, piece by piece: per model chunk,
- * the embedding (-1) on the first virtual stage, the chunk's layers, the head
- * (-2) on the last (with tied embeddings and a pipeline, the last stage keeps
- * its own copy of the embedding, as Megatron does).
- */
+/* This rank's parameters in forward order (par_step_each_param). */
 void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, double params),
 		      void *ctx)
 {
-	const struct par_model *m = b->t->model;
-	uint32_t V = b->pp * b->vpp;
-	for (unsigned c = 0; c < b->vpp; c++) {
-		uint32_t vs = par_b_vstage(b, c), first, count;
-		par_b_stage_range(b, vs, &first, &count);
-		if (vs == 0)
-			fn(ctx, -1, par_embedding_params(m) / b->tp);
-		for (uint32_t l = first; l < first + count; l++)
-			fn(ctx, (int)l, par_b_layer_params(b, (int)l));
-		if (vs == V - 1)
-			fn(ctx, -2, (par_head_params(m) + (m->tied_embeddings && V > 1
-							    ? par_embedding_params(m) : 0)) / b->tp);
-	}
-}
-
-static void add_params(void *ctx, int piece, double params)
-{
-	(void)piece;
-	*(double *)ctx += params;
-}
-
-/* Parameters this rank holds. */
-static double stage_params(const struct builder *b)
-{
-	double p = 0;
-	par_b_each_param(b, add_params, &p);
-	return p;
+	par_step_each_param(b->s, b->stage, fn, ctx);
 }
 
 void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
@@ -239,34 +188,34 @@ size_t par_b_fetch_layer(struct builder *b, enum par_phase ph)
 	return par_layer_ops_sp(m, tr, b->tp, b->sp, ph, b->ops, n);
 }
 
-/* after_step 0: leave out what follows the step (ZeRO-1/2's parameter
- * gathers), which changes no memory: the memory walk needs none of it. */
-struct sim_program *par_b_build(const struct par_train *t, struct builder *b,
-					 uint32_t stage, uint32_t cpi, int after_step)
+struct sim_program *par_b_build(const struct par_step *s, struct builder *b, uint32_t stage,
+				uint32_t cpi)
 {
-	return par_b_build_with(t, b, stage, cpi, after_step, par_schedule(t->layout->schedule));
+	return par_b_build_with(s, b, stage, cpi, s->schedule);
 }
 
-struct sim_program *par_b_build_with(const struct par_train *t, struct builder *b,
-				     uint32_t stage, uint32_t cpi, int after_step,
+struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b,
+				     uint32_t stage, uint32_t cpi,
 				     const struct par_schedule_ops *sched)
 {
+	const struct par_train *t = s->t;
 	const struct par_layout *l = t->layout;
 	memset(b, 0, sizeof(*b));
+	b->s = s;
 	b->t = t;
-	b->dp = par_dp_strategy_of(l);
+	b->dp = s->strategy;
 	b->prog = sim_program_new();
 	b->grad_elem = par_grad_bytes(t->training->precision, l->ddp.fp32_grads);
-	b->dpn = par_dp_of(t) * l->cp;  /* gradients are reduced over DP x CP */
-	b->tp = l->tp, b->pp = l->pp, b->vpp = l->vpp ? l->vpp : 1, b->stage = stage;
-	b->sp = l->sp && l->tp > 1;
-	b->nranks = b->dpn * l->tp * l->pp;
-	b->shard = b->dp->shard ? b->dp->shard(l, t->cluster, b->dpn) : b->dpn;
-	b->params = stage_params(b);
-	b->cp = l->cp, b->cpi = cpi;
+	b->dpn = s->dpn;  /* gradients are reduced over DP x CP */
+	b->tp = s->d.tp, b->pp = s->d.pp, b->vpp = s->d.vpp, b->stage = stage;
+	b->sp = s->sp;
+	b->nranks = s->gpus;
+	b->shard = s->shard;
+	b->params = s->stage_params[stage];
+	b->cp = s->d.cp, b->cpi = cpi;
 	b->local = *t->training;
 	b->local.seq = t->training->seq / l->cp;  /* each CP rank's tokens */
-	b->nmb = par_micro_batches(t);
+	b->nmb = s->micro_batches;
 	b->nwaits = 0;
 	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
@@ -284,7 +233,11 @@ struct sim_program *par_b_build_with(const struct par_train *t, struct builder *
 	}
 	free(acts);
 	uint32_t step = par_b_optimizer_step(b);
-	if (b->dp->after_step && b->dpn > 1 && after_step)
+	/* What follows the step is built unless the strategy refuses it (ZeRO-1/2's
+	 * parameter gathers are bounded: a 1 B bucket would be billions of ops). */
+	if (b->dp->check_program)
+		b->dp->check_program(b, &b->refused_most, b->refused, sizeof(b->refused));
+	if (b->dp->after_step && b->dpn > 1 && b->refused_most == 0)
 		b->dp->after_step(b, step);
 	if (b->dp->fini)
 		b->dp->fini(b);

@@ -82,8 +82,9 @@ static int check_program(const struct par_placed *p, struct sim *sim,
 	return 0;
 }
 
-int par_check_algorithms(const struct par_train *t, char *err, size_t errlen)
+int par_check_algorithms(struct par_step *st, char *err, size_t errlen)
 {
+	const struct par_train *t = st->t;
 	int any = 0;
 	for (unsigned c = 0; c < SIM_COLL_NOPS; c++)
 		any |= t->layout->algo[c] != NULL;
@@ -96,7 +97,7 @@ int par_check_algorithms(const struct par_train *t, char *err, size_t errlen)
 	struct sim *sim = sim_new(&t->sim, n, topo_sim_ops(), topo);
 	topo_attach(topo, sim);
 	struct par_placed p;
-	par_place(&p, t, sim, 0);
+	par_place(&p, st, sim, 0);
 	uint32_t ngroups = 0;  /* the groups are numbered from 0 */
 	for (size_t i = 0; i < (size_t)p.n * NSLOTS; i++)
 		if (p.slots[i] >= ngroups)

@@ -119,7 +119,7 @@ static int run_some(const struct par_jobs *js, const size_t *which, size_t k, in
 		j->job = &js->job[which[i]];
 		j->ev.fire = step_begin;
 		j->step_s = xcalloc(j->cap = run.steps, sizeof(double));
-		par_place(&j->p, &j->job->train, sim, j->job->first_rank);
+		par_place(&j->p, &out->steps[which[i]], sim, j->job->first_rank);
 		for (uint32_t r = 0; r < j->p.n; r++)
 			run.job_of[j->job->first_rank + r] = (uint32_t)i;
 	}
@@ -245,11 +245,13 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 	out->n = js->n;
 	out->alone = xcalloc(js->n, sizeof(struct par_report));
 	out->shared = xcalloc(js->n, sizeof(struct par_report));
+	out->steps = xcalloc(js->n, sizeof(struct par_step));
 	uint32_t total = (uint32_t)topo_config_gpus(js->cluster);
 	char why[1024];
 	for (size_t i = 0; i < js->n; i++) {
 		const struct par_job *j = &js->job[i];
-		if (par_train_plan(&j->train, &out->alone[i], why, sizeof(why)) < 0)
+		if (par_step_resolve(&out->steps[i], &j->train, why, sizeof(why)) < 0 ||
+		    par_train_plan(&out->steps[i], &out->alone[i], why, sizeof(why)) < 0)
 			return sim_errf(err, errlen, "job %s: %s", j->name, why);
 		out->shared[i] = out->alone[i];
 		uint32_t end = j->first_rank + out->alone[i].gpus;
@@ -314,7 +316,7 @@ static int steps_bound(const struct par_jobs *js, const struct par_report *alone
 
 int par_jobs_run(const struct par_jobs *js, struct par_jobs_result *out, char *err, size_t errlen)
 {
-	if (par_jobs_plan(js, out, err, errlen) < 0)
+	if (!out->steps && par_jobs_plan(js, out, err, errlen) < 0)
 		return -1;
 	struct crossed *crossed = NULL;
 	size_t ncrossed = 0, all[PAR_MAX_JOBS];
@@ -357,8 +359,11 @@ void par_jobs_result_free(struct par_jobs_result *r)
 		free(r->alone[i].step_times);
 		free(r->shared[i].step_times);
 	}
+	for (size_t i = 0; i < r->n && r->steps; i++)
+		par_step_free(&r->steps[i]);
 	free(r->alone);
 	free(r->shared);
+	free(r->steps);
 	free(r->links);
 	*r = (struct par_jobs_result){ 0 };
 }

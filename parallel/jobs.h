@@ -86,6 +86,8 @@ struct par_jobs_result {
 	 * its nodes (sim.steps of them) and shared with the others (sim.steps
 	 * or more); step_times has each timed step's, in order. */
 	struct par_report *alone, *shared;
+	struct par_step *steps;              /* per job: its step, resolved once
+					      * by par_jobs_plan               */
 	struct par_link_share *links;        /* busiest first, then by name */
 	size_t nlinks;
 	uint64_t events;                     /* of the run together */
@@ -103,7 +105,8 @@ struct par_jobs_result {
 int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *err,
 		  size_t errlen);
 
-/* Plan, then run every job alone and all together. 0; or -1 with err;
+/* Run every job alone and all together, on the steps par_jobs_plan
+ * resolved into out (out zeroed: planned here first). 0; or -1 with err;
  * PAR_JOBS_TOO_LONG (bad input: the jobs' starts are too far apart for
  * their step times) with err; or PAR_RUN_CLOCK with err (a time passed the
  * simulated clock: train.h). */

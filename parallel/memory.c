@@ -1,41 +1,16 @@
 /*
- * memory.c - what a layout needs before anything runs: the checks of what
- * this version builds, the memory of each stage's busiest rank from its
- * program (model states from the start, SPEC C11, C12, then every memory
- * change in program order), the MoE routing figures and the goodput
- * inputs (par_train_plan).
+ * memory.c - what a resolved step needs before anything runs: the memory of
+ * each stage's busiest rank from its program (model states from the start,
+ * SPEC C11, C12, then every memory change in program order), the MoE
+ * routing figures, the goodput inputs, and the checks only a built program
+ * or its groups show (par_train_plan).
  */
 #include "parallel/train-int.h"
 #include "parallel/moe.h"
 
 #include <string.h>
 
-/* ---- checks and memory ----------------------------------------------------- */
-
-int par_train_check(const struct par_train *t, char *err, size_t errlen)
-{
-	const struct par_layout *l = t->layout;
-	const struct par_dp_env env = {
-		.layout = l, .model = t->model, .cluster = t->cluster, .dp = par_dp_of(t),
-	};
-	if (par_dp_check(&env, err, errlen) < 0)  /* what the strategy cannot run */
-		return -1;
-	if (t->symmetry_dp && t->model->moe.experts)
-		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
-				"behave alike, and a mixture of experts routes each replica's tokens "
-				"differently (expert groups span replicas); use sim.symmetry none");
-	if (l->ep > 1 && !t->model->moe.experts)
-		return sim_errf(err, errlen, "parallel.ep: expert parallelism needs an MoE model "
-				"(model.moe.experts)");
-	if (t->var && t->symmetry_dp && (t->var->jitter || t->var->gpu || t->var->stragglers))
-		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
-				"behave alike, and variability draws every GPU's own times; use "
-				"sim.symmetry none");
-	if (t->var && t->var->stragglers > (uint32_t)topo_config_gpus(t->cluster))
-		return sim_errf(err, errlen, "variability.stragglers: %u stragglers, but the "
-				"cluster has %u GPUs", t->var->stragglers, (uint32_t)topo_config_gpus(t->cluster));
-	return 0;
-}
+/* ---- memory ------------------------------------------------------------------ */
 
 void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
 {
@@ -43,11 +18,11 @@ void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
 }
 
 /* Walk every memory change in program order: the peak and its breakdown. */
-static void memory_peak(const struct builder *b, const struct sim_program *prog,
-			struct par_memory *out)
+static void memory_peak(const struct par_step *s, const double held[PAR_MEM_NCATS],
+			const struct sim_program *prog, struct par_memory *out)
 {
 	double now[PAR_MEM_NCATS], total = 0;
-	par_b_static_memory(b, now);
+	memcpy(now, held, sizeof(now));
 	for (int c = 0; c < PAR_MEM_NCATS; c++)
 		total += now[c];
 	memcpy(out->bytes, now, sizeof(now));
@@ -64,19 +39,20 @@ static void memory_peak(const struct builder *b, const struct sim_program *prog,
 			memcpy(out->bytes, now, sizeof(now));
 		}
 	}
-	out->capacity = topo_gpu_find(b->t->cluster->gpu)->mem_bytes;
+	out->capacity = topo_gpu_find(s->t->cluster->gpu)->mem_bytes;
 	out->fits = out->peak <= out->capacity;
 }
 
-static void report_static(const struct par_train *t, struct par_report *r)
+static void report_static(const struct par_step *s, struct par_report *r)
 {
+	const struct par_train *t = s->t;
 	memset(r, 0, sizeof(*r));
-	r->dp = par_dp_of(t);
-	r->gpus = r->dp * t->layout->tp * t->layout->pp * t->layout->cp;
-	r->micro_batches = par_micro_batches(t);
+	r->dp = s->d.dp;
+	r->gpus = s->gpus;
+	r->micro_batches = s->micro_batches;
 	r->params = par_model_params(t->model);
 	r->flops_per_token = par_flops_per_token(t->model, t->training->seq);
-	r->strategy = par_dp_strategy_of(t->layout)->name;
+	r->strategy = s->strategy->name;
 }
 
 /* Seconds of the rank's expert kernels (forward and backward) at a load. */
@@ -118,11 +94,10 @@ static void moe_report(const struct par_train *t, struct par_report *r)
 	r->moe.imbalance_s = extra * r->micro_batches / t->layout->pp;
 }
 
-int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
+int par_train_plan(struct par_step *s, struct par_report *out, char *err, size_t errlen)
 {
-	if (par_train_check(t, err, errlen) < 0)
-		return -1;
-	report_static(t, out);
+	const struct par_train *t = s->t;
+	report_static(s, out);
 	moe_report(t, out);
 	memset(&out->goodput, 0, sizeof(out->goodput));
 	if (t->failures && t->failures->gpu_mtbf_s > 0) {
@@ -135,32 +110,32 @@ int par_train_plan(const struct par_train *t, struct par_report *out, char *err,
 	}
 	/* The busiest stage sets the memory: usually the first (1F1B keeps p
 	 * micro-batches in flight there, SPEC C23). */
-	double gathers = 0;  /* the most of a stage above the limit */
-	for (uint32_t s = 0; s < t->layout->pp; s++) {
-		struct builder b;
+	for (uint32_t st = 0; st < s->d.pp; st++) {
+		double held[PAR_MEM_NCATS];
 		struct par_memory m;
-		struct sim_program *prog = par_b_build(t, &b, s, 0, 0);
-		memory_peak(&b, prog, &m);
-		if (b.dp->check_program)  /* refused below if it fits */
-			b.dp->check_program(&b, &gathers, err, errlen);
-		if (s == 0 || m.peak > out->memory.peak) {
+		const struct sim_program *prog = par_step_program(s, st, 0, held);
+		memory_peak(s, held, prog, &m);
+		if (st == 0 || m.peak > out->memory.peak) {
 			out->memory = m;
-			out->busiest_stage = s;
+			out->busiest_stage = st;
 		}
-		if (s == 0 && t->layout->offload.enabled) {
-			struct par_states st;
-			par_model_states(par_b_params(&b), t->training->precision,
-					 t->training->optimizer, par_dp_zero_stage(b.dp), b.shard,
-					 t->layout->ddp.fp32_grads, &st);
-			out->offload.saved_bytes = st.optimizer;
+		if (st == 0 && t->layout->offload.enabled) {
+			struct par_states ms;
+			par_model_states(s->stage_params[0], t->training->precision,
+					 t->training->optimizer, par_dp_zero_stage(s->strategy),
+					 s->shard, t->layout->ddp.fp32_grads, &ms);
+			out->offload.saved_bytes = ms.optimizer;
 			for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)
 				out->offload.host_s += sim_ps_to_s(
 					prog->ops[prog->stream_ops[STREAM_HOST][i]].dur_ps);
 		}
-		sim_program_free(prog);
 	}
-	/* What only the simulation builds is checked where it would run. */
+	/* What only the simulation builds is checked where it would run: a
+	 * refused program (refused below if it fits), the explicit algorithms
+	 * on the groups. */
 	if (!out->memory.fits)
 		return 0;
-	return gathers > 0 ? -1 : par_check_algorithms(t, err, errlen);
+	if (s->refused_most > 0)
+		return sim_errf(err, errlen, "%s", s->refused);
+	return par_check_algorithms(s, err, errlen);
 }

@@ -85,11 +85,12 @@ static void add_expert_groups(struct sim *sim, uint32_t first, const struct par_
  * (the DP ranks of one node) and replica groups (one per local index).
  * Ranks and slots are the job's own; its rank r is the sim's first + r.
  */
-static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
-		       const struct par_dims *d, uint32_t *slots)
+static void add_groups(struct sim *sim, uint32_t first, const struct par_step *s,
+		       uint32_t *slots)
 {
 	static const unsigned kinds[] = { SLOT_DP, SLOT_TP, SLOT_PP, SLOT_CP };
-	uint32_t n = b->nranks, *ranks = xmalloc(n * sizeof(uint32_t));
+	const struct par_dims *d = &s->d;
+	uint32_t n = s->gpus, *ranks = xmalloc(n * sizeof(uint32_t));
 	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
 		uint32_t size = size_of(d, kinds[k]);
 		for (uint32_t r = 0; r < n; r++) {
@@ -104,7 +105,7 @@ static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
 			uint32_t id = group_add(sim, first, ranks, size);
 			for (uint32_t i = 0; i < size; i++)
 				slots[ranks[i] * NSLOTS + kinds[k]] = id;
-			if (kinds[k] != SLOT_DP || b->shard < b->dpn)
+			if (kinds[k] != SLOT_DP || s->shard < s->dpn)
 				continue;
 			id = group_add(sim, first, ranks, size);   /* reduce-scatters */
 			for (uint32_t i = 0; i < size; i++)
@@ -112,11 +113,11 @@ static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
 		}
 	}
 	add_expert_groups(sim, first, d, slots, ranks);
-	uint32_t g = b->shard, nodes = n / g;
+	uint32_t g = s->shard, nodes = n / g;
 	for (uint32_t r = 0; r < n; r++)  /* without HSDP: the DP group */
 		slots[r * NSLOTS + SLOT_SHARD] = slots[r * NSLOTS + SLOT_REPLICA] =
 			slots[r * NSLOTS + SLOT_DP];
-	for (uint32_t x = 0; g < b->dpn && x < nodes; x++) {   /* HSDP (dp only) */
+	for (uint32_t x = 0; g < s->dpn && x < nodes; x++) {   /* HSDP (dp only) */
 		for (uint32_t j = 0; j < g; j++)
 			ranks[j] = x * g + j;
 		uint32_t id = group_add(sim, first, ranks, g);
@@ -126,7 +127,7 @@ static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
 		for (uint32_t j = 0; j < g; j++)
 			slots[(x * g + j) * NSLOTS + SLOT_SHARD_RS] = id;
 	}
-	for (uint32_t j = 0; g < b->dpn && j < g; j++) {
+	for (uint32_t j = 0; g < s->dpn && j < g; j++) {
 		for (uint32_t x = 0; x < nodes; x++)
 			ranks[x] = x * g + j;
 		uint32_t id = group_add(sim, first, ranks, nodes);
@@ -137,31 +138,27 @@ static void add_groups(struct sim *sim, uint32_t first, const struct builder *b,
 }
 
 /*
- * Every stage's program (one per stage and CP rank: causal ring attention
+ * The step's programs (one per stage and CP rank: causal ring attention
  * gives CP ranks different work; otherwise they are identical), the groups,
  * and every rank's memory from the start.
  */
-void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim, uint32_t first)
+void par_place(struct par_placed *p, struct par_step *s, struct sim *sim, uint32_t first)
 {
-	struct par_dims *d = &p->d;
-	*p = (struct par_placed){ .t = t, .first = first, .n = (uint32_t)topo_config_gpus(t->cluster) };
-	par_dims_of(t->layout, p->n, d);
-	struct builder b;
-	sim_program_free(par_b_build(t, &b, 0, 0, 0));  /* the builder's sizes */
+	const struct par_dims *d = &s->d;
+	*p = (struct par_placed){ .t = s->t, .d = *d, .first = first, .n = s->gpus };
 	p->slots = xcalloc((size_t)p->n * NSLOTS, sizeof(uint32_t));
-	add_groups(sim, first, &b, d, p->slots);
+	add_groups(sim, first, s, p->slots);
 	p->progs = xcalloc((size_t)d->pp * d->cp, sizeof(*p->progs));
-	for (uint32_t s = 0; s < d->pp; s++)
+	for (uint32_t st = 0; st < d->pp; st++)
 		for (uint32_t ci = 0; ci < d->cp; ci++) {
-			double stat[PAR_MEM_NCATS];
-			p->progs[s * d->cp + ci] = par_b_build(t, &b, s, ci, 1);
-			par_b_static_memory(&b, stat);
+			double held[PAR_MEM_NCATS];
+			p->progs[st * d->cp + ci] = par_step_program(s, st, ci, held);
 			for (uint32_t r = 0; r < p->n; r++) {
 				struct par_coords c;
 				par_coords_of(d, r, &c);
-				for (int k = 0; c.pp == s && c.cp == ci && k < PAR_MEM_NCATS; k++)
-					if (stat[k] > 0)
-						sim_rank_mem_add(sim, first + r, (unsigned)k, stat[k]);
+				for (int k = 0; c.pp == st && c.cp == ci && k < PAR_MEM_NCATS; k++)
+					if (held[k] > 0)
+						sim_rank_mem_add(sim, first + r, (unsigned)k, held[k]);
 			}
 		}
 }
@@ -176,9 +173,7 @@ void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r)
 
 void par_place_free(struct par_placed *p)
 {
-	for (uint32_t s = 0; p->progs && s < p->d.pp * p->d.cp; s++)
-		sim_program_free(p->progs[s]);
-	free(p->progs);
+	free(p->progs);  /* the programs are the step's */
 	free(p->slots);
 	*p = (struct par_placed){ 0 };
 }

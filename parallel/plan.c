@@ -163,20 +163,6 @@ static double rank_params(const struct par_planner *p, const struct par_layout *
 	return params / l->tp;
 }
 
-/* The simulator's own checks (step.h, train.h): what it would refuse, the
- * planner drops as invalid. */
-static int valid(const struct par_planner *p, const struct par_candidate *c)
-{
-	struct par_training tr = p->tr;
-	tr.micro_batch = c->micro_batch, tr.recompute = c->recompute;
-	const struct par_train t = {
-		.model = &p->m, .training = &tr, .layout = &c->layout, .cluster = &p->cl,
-	};
-	char err[512];
-	return par_layout_check(&p->m, &tr, &c->layout, &p->cl, NULL, 0, err, sizeof(err)) == 0 &&
-	       par_train_check(&t, err, sizeof(err)) == 0;
-}
-
 /*
  * A stage's cost for the schedule's closed forms: its forward and backward
  * per micro-batch, of sum exactly `stage`. The backward is the larger share
@@ -190,15 +176,14 @@ static struct par_stage_cost stage_cost(double stage, double bwd)
 	return (struct par_stage_cost){ .fwd_s = stage - bwd, .bwd_s = bwd };
 }
 
-int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
+/* The estimate of a candidate its step resolved (st). */
+static int estimate(struct par_planner *p, struct par_candidate *c, const struct par_step *st)
 {
-	if (!valid(p, c))
-		return 1 + PAR_DROP_INVALID;
 	const struct par_layout *l = &c->layout;
 	const struct par_model *m = &p->m;
 	int moe = m->moe.experts > 0;
-	uint32_t mbs = p->tr.global_batch / l->dp / c->micro_batch, v = l->vpp;
-	uint32_t per = m->layers / l->pp, D = l->dp * l->cp;
+	uint32_t mbs = st->micro_batches, v = st->d.vpp;
+	uint32_t per = m->layers / l->pp, D = st->dpn;
 	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1);
 	const struct shape eh = moe ? shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
 					       c->recompute, 1, l->ep) : sh;
@@ -211,12 +196,12 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	double layer = (1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd + a2a) + tp;
 	double p2p = l->pp > 1 ? 2 * (p->cl.net_lat_s + act_bytes / p->cl.net_bw_Bps) : 0;
 	double stage = per * layer + p2p;
-	const struct par_schedule_ops *sched = par_schedule(l->schedule);
+	const struct par_schedule_ops *sched = st->schedule;
 	struct par_stage_cost cost = stage_cost(stage, per * ((1 - frac) * s->bwd +
 					frac * (e->bwd + a2a / 2) + tp / 2) + p2p / 2);
 	/* Memory: the model states (the strategy's closed form), the first
 	 * stage's micro-batches in flight (the schedule's). */
-	const struct par_dp_strategy *dps = par_dp_strategy_of(l);
+	const struct par_dp_strategy *dps = st->strategy;
 	double params = rank_params(p, l);
 	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
 	struct par_dp_costs dc = {
@@ -244,6 +229,24 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	c->exposed_s = exposed;
 	c->step_s = phase + exposed + par_compute_time_s(p->cm, &opt);
 	return 0;
+}
+
+int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
+{
+	/* The simulator's own resolve (step.h): what it refuses, the planner
+	 * drops as invalid. */
+	struct par_training tr = p->tr;
+	tr.micro_batch = c->micro_batch, tr.recompute = c->recompute;
+	const struct par_train t = {
+		.model = &p->m, .training = &tr, .layout = &c->layout, .cluster = &p->cl,
+	};
+	struct par_step st;
+	char err[512];
+	if (par_step_resolve(&st, &t, err, sizeof(err)) < 0)
+		return 1 + PAR_DROP_INVALID;
+	int rc = estimate(p, c, &st);
+	par_step_free(&st);
+	return rc;
 }
 
 static int by_step(const void *a, const void *b)

@@ -64,8 +64,8 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 		   void *ctx);
 
 /* Estimate one layout (0 if it is valid and fits, else the drop cause + 1).
- * Valid means what the simulator accepts: par_layout_check (step.h) and
- * par_train_check (train.h). */
+ * Valid means what the simulator accepts: the layout resolves
+ * (par_step_resolve, step.h). */
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c);
 
 #endif

@@ -1,15 +1,20 @@
 /*
- * step.c - the one check of a training step's layout (step.h): the rules
- * of what this version builds, in the order a user meets them; each error
- * names the key to change.
+ * step.c - a training step resolved (step.h): the one check of its layout,
+ * the rules of what this version builds in the order a user meets them,
+ * each error naming the key to change; then everything the layout
+ * derives, once, and its stage programs, each built on first use.
  */
 #include "parallel/step.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "parallel/dp.h"
 #include "parallel/layout.h"
+#include "parallel/model.h"
 #include "parallel/schedule.h"
+#include "parallel/train-int.h"
 #include "sim/util.h"
 
 static int check_layout(const struct par_model *m, const struct par_training *tr,
@@ -119,4 +124,140 @@ int par_layout_check(const struct par_model *m, const struct par_training *tr,
 	if (check_layout(m, tr, l, cl, warn, warnlen, err, errlen) < 0)
 		return -1;
 	return check_batch(m, tr, l, cl, err, errlen);
+}
+
+/* What the step cannot run beyond its layout's own rules: the
+ * data-parallel strategy's checks with the model and cluster, expert
+ * parallelism without experts, sim.symmetry and variability. */
+static int check_train(const struct par_train *t, uint32_t dp, char *err, size_t errlen)
+{
+	const struct par_layout *l = t->layout;
+	const struct par_dp_env env = {
+		.layout = l, .model = t->model, .cluster = t->cluster, .dp = dp,
+	};
+	if (par_dp_check(&env, err, errlen) < 0)  /* what the strategy cannot run */
+		return -1;
+	if (t->symmetry_dp && t->model->moe.experts)
+		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
+				"behave alike, and a mixture of experts routes each replica's tokens "
+				"differently (expert groups span replicas); use sim.symmetry none");
+	if (l->ep > 1 && !t->model->moe.experts)
+		return sim_errf(err, errlen, "parallel.ep: expert parallelism needs an MoE model "
+				"(model.moe.experts)");
+	if (t->var && t->symmetry_dp && (t->var->jitter || t->var->gpu || t->var->stragglers))
+		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
+				"behave alike, and variability draws every GPU's own times; use "
+				"sim.symmetry none");
+	if (t->var && t->var->stragglers > (uint32_t)topo_config_gpus(t->cluster))
+		return sim_errf(err, errlen, "variability.stragglers: %u stragglers, but the "
+				"cluster has %u GPUs", t->var->stragglers, (uint32_t)topo_config_gpus(t->cluster));
+	return 0;
+}
+
+double par_step_layer_params(const struct par_step *s, int l)
+{
+	const struct par_model *m = s->t->model;
+	if (l < 0)
+		return (par_embedding_params(m) + par_head_params(m)) / s->d.tp;
+	if (!par_layer_is_moe(m, (unsigned)l))
+		return par_layer_params(m) / s->d.tp;
+	/* An MoE layer: the rank holds experts / ep of the routed experts. */
+	double ep = s->t->layout->ep ? s->t->layout->ep : 1, e = par_expert_params(m);
+	return (par_moe_layer_params(m) - m->moe.experts * e * (1 - 1 / ep)) / s->d.tp;
+}
+
+/*
+ * A rank of stage `stage`'s parameters in forward order, piece by piece:
+ * per model chunk, the embedding (-1) on the first virtual stage, the
+ * chunk's layers, the head (-2) on the last (with tied embeddings and a
+ * pipeline, the last stage keeps its own copy of the embedding, as Megatron
+ * does).
+ */
+void par_step_each_param(const struct par_step *s, uint32_t stage,
+			 void (*fn)(void *ctx, int piece, double params), void *ctx)
+{
+	const struct par_model *m = s->t->model;
+	uint32_t V = s->d.pp * s->d.vpp;
+	for (unsigned c = 0; c < s->d.vpp; c++) {
+		uint32_t vs = c * s->d.pp + stage;
+		uint32_t first = s->layer_first[vs], count = s->layer_count[vs];
+		if (vs == 0)
+			fn(ctx, -1, par_embedding_params(m) / s->d.tp);
+		for (uint32_t l = first; l < first + count; l++)
+			fn(ctx, (int)l, par_step_layer_params(s, (int)l));
+		if (vs == V - 1)
+			fn(ctx, -2, (par_head_params(m) + (m->tied_embeddings && V > 1
+							    ? par_embedding_params(m) : 0)) / s->d.tp);
+	}
+}
+
+static void add_params(void *ctx, int piece, double params)
+{
+	(void)piece;
+	*(double *)ctx += params;
+}
+
+int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, size_t errlen)
+{
+	const struct par_layout *l = t->layout;
+	memset(s, 0, sizeof(*s));
+	if (par_layout_check(t->model, t->training, l, t->cluster, NULL, 0, err, errlen) < 0)
+		return -1;
+	struct par_dims d;
+	par_dims_of(l, (uint32_t)topo_config_gpus(t->cluster), &d);
+	if (check_train(t, d.dp, err, errlen) < 0)
+		return -1;
+	s->t = t;
+	s->d = d;
+	s->gpus = d.dp * d.tp * d.cp * d.pp;
+	s->dpn = d.dp * d.cp;
+	s->micro_batches = t->training->global_batch / d.dp / t->training->micro_batch;
+	s->sp = l->sp && l->tp > 1;
+	s->schedule = par_schedule(l->schedule);
+	s->strategy = par_dp_strategy_of(l);
+	s->shard = s->strategy->shard ? s->strategy->shard(l, t->cluster, s->dpn) : s->dpn;
+	uint32_t V = d.pp * d.vpp;
+	s->layer_first = xmalloc(V * sizeof(uint32_t));
+	s->layer_count = xmalloc(V * sizeof(uint32_t));
+	for (uint32_t vs = 0; vs < V; vs++)
+		if (par_stage_layers(l, t->model->layers, vs, &s->layer_first[vs],
+				     &s->layer_count[vs], err, errlen) < 0)
+			BUG("%s", err);  /* par_layout_check checked the split */
+	s->stage_params = xcalloc(d.pp, sizeof(double));
+	for (uint32_t st = 0; st < d.pp; st++)
+		par_step_each_param(s, st, add_params, &s->stage_params[st]);
+	s->progs = xcalloc((size_t)d.pp * d.cp, sizeof(*s->progs));
+	s->held = xcalloc((size_t)d.pp * d.cp, sizeof(*s->held));
+	return 0;
+}
+
+const struct sim_program *par_step_program(struct par_step *s, uint32_t stage, uint32_t cpi,
+					   double held[PAR_MEM_NCATS])
+{
+	BUG_ON(stage >= s->d.pp || cpi >= s->d.cp);
+	size_t i = (size_t)stage * s->d.cp + cpi;
+	if (!s->progs[i]) {
+		struct builder b;
+		s->progs[i] = par_b_build(s, &b, stage, cpi);
+		par_b_static_memory(&b, s->held[i]);
+		if (b.refused_most > s->refused_most) {
+			s->refused_most = b.refused_most;
+			snprintf(s->refused, sizeof(s->refused), "%s", b.refused);
+		}
+	}
+	if (held)
+		memcpy(held, s->held[i], sizeof(s->held[i]));
+	return s->progs[i];
+}
+
+void par_step_free(struct par_step *s)
+{
+	for (size_t i = 0; s->progs && i < (size_t)s->d.pp * s->d.cp; i++)
+		sim_program_free(s->progs[i]);
+	free(s->progs);
+	free(s->held);
+	free(s->layer_first);
+	free(s->layer_count);
+	free(s->stage_params);
+	memset(s, 0, sizeof(*s));
 }

@@ -1,9 +1,17 @@
 /*
- * step.h - whether a training step's layout can be built: the one check of
- * a layout against its model, training run and cluster, shared by the
- * scenario loader (scenarios/load.c, before anything runs) and the
- * planner (plan.c, for every candidate it enumerates), so the two cannot
- * disagree on which layouts are valid.
+ * step.h - one training step resolved: the one check of a layout against
+ * its model, training run and cluster, and everything derived from it
+ * (struct par_step), once.
+ *
+ * par_layout_check is shared by the scenario loader (scenarios/load.c,
+ * before anything runs) and, through par_step_resolve, by the planner
+ * (plan.c, for every candidate it enumerates) and the simulator, so they
+ * cannot disagree on which layouts are valid. A resolved step holds the
+ * layout's dimensions, micro-batches, shards, the layers of each virtual
+ * stage, the chosen schedule and data-parallel plug-ins, and the stage
+ * programs, each built on first use and then shared by the memory pass
+ * (par_train_plan), the checks that need groups (check.c), placement
+ * (place.c) and the engine.
  */
 #ifndef PAR_STEP_H
 #define PAR_STEP_H
@@ -11,6 +19,8 @@
 #include <stddef.h>
 
 #include "parallel/config.h"
+#include "parallel/layout.h"
+#include "parallel/train.h"
 #include "topology/topo.h"
 
 /* Micro-batches per replica at most: each is ops in every program, so
@@ -30,5 +40,60 @@
 int par_layout_check(const struct par_model *m, const struct par_training *tr,
 		     const struct par_layout *l, const struct topo_config *cl, char *warn,
 		     size_t warnlen, char *err, size_t errlen);
+
+/* A training step resolved from its description (struct par_train). */
+struct par_step {
+	const struct par_train *t;
+	struct par_dims d;               /* tp, cp, pp, dp, ep, vpp (>= 1)       */
+	uint32_t gpus;                   /* ranks: dp x tp x cp x pp             */
+	uint32_t dpn;                    /* ranks gradients are reduced over:
+					  * dp x cp (CP ranks hold the same
+					  * parameters)                          */
+	uint32_t shard;                  /* ranks a parameter is sharded over
+					  * (of the dpn; HSDP: a node's)          */
+	uint32_t micro_batches;          /* per replica                          */
+	bool sp;                         /* sequence parallelism (tp > 1)        */
+	const struct par_schedule_ops *schedule;
+	const struct par_dp_strategy *strategy;
+	uint32_t *layer_first, *layer_count;  /* [pp x vpp]: the layers of each
+					  * virtual stage (chunk c of stage s is
+					  * vs = c pp + s)                       */
+	double *stage_params;            /* [pp]: parameters a rank of the stage
+					  * holds (its share of TP and EP)        */
+	/* The programs, one per stage and CP rank ([stage x cp + cp rank]),
+	 * built by par_step_program on first use; with each, the bytes its
+	 * ranks hold from the start, by category. */
+	struct sim_program **progs;
+	double (*held)[PAR_MEM_NCATS];
+	/* What only a built program shows (the strategy's check_program):
+	 * the most any refused program needed (0: none) and why. */
+	double refused_most;
+	char refused[512];
+};
+
+/*
+ * Resolve t: par_layout_check, then what the step cannot run beyond its
+ * layout (par_train_check), then everything derived from the layout. No
+ * program is built yet. 0, or -1 with err naming the key (s is then
+ * empty; par_step_free is harmless either way).
+ */
+int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, size_t errlen);
+
+/* The program of pipeline stage `stage` and CP rank cpi, built on the
+ * first call (then the same one); the bytes its ranks hold from the start
+ * go to held when not NULL. */
+const struct sim_program *par_step_program(struct par_step *s, uint32_t stage, uint32_t cpi,
+					   double held[PAR_MEM_NCATS]);
+
+void par_step_free(struct par_step *s);
+
+/* Parameters a rank holds of layer l (-1: the embedding and head together),
+ * its share of TP and EP. */
+double par_step_layer_params(const struct par_step *s, int l);
+/* A rank of stage `stage`'s parameters in forward order: fn(ctx, piece,
+ * params) for the embedding (piece -1), each layer (its index) and the
+ * head (-2), chunk by chunk. */
+void par_step_each_param(const struct par_step *s, uint32_t stage,
+			 void (*fn)(void *ctx, int piece, double params), void *ctx);
 
 #endif

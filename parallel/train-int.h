@@ -18,6 +18,7 @@
 #include "parallel/dp.h"
 #include "parallel/layout.h"
 #include "parallel/model.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 
 /* Streams of a rank: compute, gradients, parameter gathers, host copies,
@@ -44,7 +45,8 @@ enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 #define NO_OP UINT32_MAX
 
 struct builder {
-	const struct par_train *t;
+	const struct par_step *s;    /* the resolved step                  */
+	const struct par_train *t;   /* its description (s->t)             */
 	const struct par_dp_strategy *dp;
 	struct sim_program *prog;
 	struct par_op *ops;          /* scratch list from model.c          */
@@ -77,6 +79,10 @@ struct builder {
 	double expert_grads;         /* its expert gradient bytes so far   */
 	double *moe_factor;          /* per layer: routing load (0: unset) */
 	double *moe_dropped;         /* per layer: share of tokens dropped */
+	/* The strategy's check_program refused the program (refused_most > 0):
+	 * what it needs is not built (the step is refused), and why. */
+	double refused_most;
+	char refused[512];
 };
 
 /* Builder helpers for the strategies (builder.c). */
@@ -95,10 +101,6 @@ void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes);
 /* The next compute op appended waits for op too (NO_OP: nothing). */
 void par_b_wait(struct builder *b, uint32_t op);
 
-/* builder.c: the data-parallel size and micro-batches per replica (the
- * strategy: par_dp_strategy_of, dp.h). */
-uint32_t par_dp_of(const struct par_train *t);
-uint32_t par_micro_batches(const struct par_train *t);
 /* The virtual stage of chunk c of this program's stage (c p + s), and the
  * layers of virtual stage vs. */
 uint32_t par_b_vstage(const struct builder *b, unsigned chunk);
@@ -118,16 +120,17 @@ typedef size_t (*ops_fn)(const struct par_model *, const struct par_training *, 
 			 enum par_phase, struct par_op *, size_t);
 size_t par_b_fetch(struct builder *b, ops_fn fn, enum par_phase ph);
 size_t par_b_fetch_layer(struct builder *b, enum par_phase ph);
-/* Stage `stage`, CP rank cpi's program; after_step 0 leaves out what
- * follows the optimizer step (ZeRO-1/2's parameter gathers), which changes
- * no memory. The caller frees it. */
-struct sim_program *par_b_build(const struct par_train *t, struct builder *b, uint32_t stage,
-				uint32_t cpi, int after_step);
+/* Stage `stage`, CP rank cpi's program of step s (par_step_program
+ * keeps it; a caller of these frees it). A program the strategy's
+ * check_program refuses leaves out what follows the optimizer step, and
+ * b->refused says why. */
+struct sim_program *par_b_build(const struct par_step *s, struct builder *b, uint32_t stage,
+				uint32_t cpi);
 /* par_b_build with the actions of schedule sched (which need not be in
  * the registry: the passes' unit tests build split backwards with it). */
 struct par_schedule_ops;
-struct sim_program *par_b_build_with(const struct par_train *t, struct builder *b,
-				     uint32_t stage, uint32_t cpi, int after_step,
+struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b,
+				     uint32_t stage, uint32_t cpi,
 				     const struct par_schedule_ops *sched);
 /* tp.c: the tensor-parallel collectives a kernel needs before (or after) it. */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
@@ -150,26 +153,27 @@ void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS]);
 
 /*
  * One job's step placed on a sim (train.c places one on a sim of its own;
- * jobs.c several on one cluster): its programs, one per pipeline stage and
- * CP rank, and its ranks' group slots. The job's rank r is the sim's
- * first + r; r < n, its GPUs (the job's cluster). par_train_plan must have
- * accepted the job.
+ * jobs.c several on one cluster): its step's programs, one per pipeline
+ * stage and CP rank (the step's: they outlive the sim), and its ranks'
+ * group slots. The job's rank r is the sim's first + r; r < n, its GPUs
+ * (the job's cluster). par_train_plan must have accepted the step.
  */
 struct par_placed {
 	const struct par_train *t;
 	struct par_dims d;
 	uint32_t first, n;
 	uint32_t *slots;              /* n x NSLOTS group ids                 */
-	struct sim_program **progs;   /* [stage * cp + cp rank]               */
+	const struct sim_program **progs;  /* [stage * cp + cp rank]          */
 };
-/* Build the programs and groups on sim; the ranks' memory from the start. */
-void par_place(struct par_placed *p, const struct par_train *t, struct sim *sim, uint32_t first);
+/* The groups on sim and the step's programs (built now if they were not
+ * yet); the ranks' memory from the start. */
+void par_place(struct par_placed *p, struct par_step *s, struct sim *sim, uint32_t first);
 /* Start the job's rank r on its step program now. */
 void par_place_start(const struct par_placed *p, struct sim *sim, uint32_t r);
 void par_place_free(struct par_placed *p);
 /* check.c: an explicit parallel.algorithms.* choice must be able to run on
  * every group the layout gives its collectives (0, or -1 with err). */
-int par_check_algorithms(const struct par_train *t, char *err, size_t errlen);
+int par_check_algorithms(struct par_step *s, char *err, size_t errlen);
 /* Tokens/s, MFU and HFU of a report from its step_time_s (and gpus,
  * flops_per_token). */
 void par_report_rates(const struct par_train *t, struct par_report *r);

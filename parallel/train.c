@@ -1,8 +1,8 @@
 /*
- * train.c - one training step: plan it (memory.c), place it on a sim
- * (place.c: groups and the programs builder.c writes), run the steps one
- * after another with variability (variability.c) and report step time,
- * MFU and where the critical rank's time went.
+ * train.c - one training step: resolve it (step.c), plan it (memory.c),
+ * place it on a sim (place.c: groups and the programs builder.c writes),
+ * run the steps one after another with variability (variability.c) and
+ * report step time, MFU and where the critical rank's time went.
  *
  * The step's program of each pipeline stage is shared by the stage's
  * tensor-, context- and data-parallel ranks. builder.c builds it from the
@@ -155,14 +155,19 @@ static int run_steps(const struct par_train *t, struct sim *sim, const struct pa
 
 int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen)
 {
-	if (par_train_plan(t, out, err, errlen) < 0)
-		return -1;
-	return par_train_simulate(t, out, err, errlen);
+	struct par_step s;
+	int rc = par_step_resolve(&s, t, err, errlen);
+	if (rc == 0)
+		rc = par_train_plan(&s, out, err, errlen);
+	if (rc == 0)
+		rc = par_train_simulate(&s, out, err, errlen);
+	par_step_free(&s);
+	return rc;
 }
 
-int par_train_simulate(const struct par_train *t, struct par_report *out, char *err,
-		       size_t errlen)
+int par_train_simulate(struct par_step *s, struct par_report *out, char *err, size_t errlen)
 {
+	const struct par_train *t = s->t;
 	uint32_t n = out->gpus;
 	struct topo *topo = topo_new(t->cluster, n, err, errlen);
 	if (!topo)
@@ -172,7 +177,7 @@ int par_train_simulate(const struct par_train *t, struct par_report *out, char *
 	if (t->rec)
 		sim_set_recorder(sim, t->rec, t->rec_ctx);
 	struct par_placed p;
-	par_place(&p, t, sim, 0);
+	par_place(&p, s, sim, 0);
 	struct step_marks last = {
 		.compute = xcalloc(n, sizeof(sim_ps)), .exposed = xcalloc(n, sizeof(sim_ps)),
 	};

@@ -108,31 +108,28 @@ struct par_report {
 	uint32_t nstragglers;
 };
 
-/*
- * What the step cannot run beyond its layout's own rules (step.h): the
- * data-parallel strategy's checks with the model and cluster, expert
- * parallelism without experts, sim.symmetry and variability. The planner
- * drops what it refuses. 0, or -1 with err.
- */
-int par_train_check(const struct par_train *t, char *err, size_t errlen);
+/* A training step resolved from a struct par_train (step.h). */
+struct par_step;
 
 /*
- * Check that the layout can be built (what this version implements) and
- * work out the memory of one rank without running anything: a layout that
- * does not fit is reported before any event. 0, or -1 with err.
+ * Work out the memory of one rank of a resolved step (par_step_resolve)
+ * from its programs without running anything: a layout that does not fit
+ * is reported (memory.fits false, 0) before any event. Then what only the
+ * built programs or their groups show: a program its strategy refuses,
+ * explicit algorithms that cannot run on a group. 0, or -1 with err.
  */
-int par_train_plan(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
+int par_train_plan(struct par_step *s, struct par_report *out, char *err, size_t errlen);
 
-/* Build, run and report. 0, or -1 with err (a run that could not finish),
- * or PAR_RUN_CLOCK with err: it could not finish because a time passed the
- * simulated clock's range (sim_failed_clock), which the tools report as bad
- * input (exit 2). */
+/* Resolve, plan, run and report (a step that does not fit runs too, with
+ * memory.fits false). 0, or -1 with err (a
+ * layout refused, or a run that could not finish), or PAR_RUN_CLOCK with
+ * err: it could not finish because a time passed the simulated clock's
+ * range (sim_failed_clock), which the tools report as bad input (exit 2). */
 int par_train_run(const struct par_train *t, struct par_report *out, char *err, size_t errlen);
 #define PAR_RUN_CLOCK (-2)
 
-/* par_train_run for a caller that has already planned: out holds what
- * par_train_plan(t, out) filled in, and is completed by the run. */
-int par_train_simulate(const struct par_train *t, struct par_report *out, char *err,
-		       size_t errlen);
+/* Run a planned step: out holds what par_train_plan(s, out)
+ * filled in, and is completed by the run, on the step's programs. */
+int par_train_simulate(struct par_step *s, struct par_report *out, char *err, size_t errlen);
 
 #endif

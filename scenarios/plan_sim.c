@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
@@ -58,8 +59,14 @@ static enum plan_end simulate(const struct scn *base, const struct par_compute_m
 	t.steps = 1, t.sim.fidelity = f;
 	/* A layout that does not fit is not simulated (nor are its checks of
 	 * what only the simulation builds made: par_train_plan). */
-	if (par_train_plan(&t, r, err, sizeof(err)) < 0 ||
-	    (r->memory.fits && par_train_simulate(&t, r, err, sizeof(err)) < 0)) {
+	struct par_step st;
+	int rc = par_step_resolve(&st, &t, err, sizeof(err));
+	if (rc == 0)
+		rc = par_train_plan(&st, r, err, sizeof(err));
+	if (rc == 0 && r->memory.fits)
+		rc = par_train_simulate(&st, r, err, sizeof(err));
+	par_step_free(&st);
+	if (rc < 0) {
 		snprintf(why, whylen, "%s", err);
 		return PLAN_REFUSED;
 	}

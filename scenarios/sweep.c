@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "parallel/compute.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/train_of.h"
 #include "sim/units.h"
@@ -139,18 +140,21 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 	struct par_train t;
 	scn_train_of(&t, &s, cm);
 	struct par_report rep;
+	struct par_step st;
 	int rc;
-	if (par_train_plan(&t, &rep, err, sizeof(err)) < 0) {
+	if (par_step_resolve(&st, &t, err, sizeof(err)) < 0 ||
+	    par_train_plan(&st, &rep, err, sizeof(err)) < 0) {
 		r->status = SCN_SWEEP_INVALID;
 		set_reason(r, err);
 	} else if (!rep.memory.fits) {
 		r->status = SCN_SWEEP_NO_FIT;
 		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB of %.2f GB",
 			 rep.memory.peak / 1e9, rep.memory.capacity / 1e9);
-	} else if ((rc = par_train_simulate(&t, &rep, err, sizeof(err))) < 0) {
+	} else if ((rc = par_train_simulate(&st, &rep, err, sizeof(err))) < 0) {
 		r->status = rc == PAR_RUN_CLOCK ? SCN_SWEEP_INVALID : SCN_SWEEP_FAILED;  /* past the clock: refused */
 		set_reason(r, err);
 	}
+	par_step_free(&st);
 	par_compute_model_free(cm);
 	if (r->status == SCN_SWEEP_INVALID || r->status == SCN_SWEEP_FAILED)
 		return;

@@ -15,6 +15,7 @@
 #include "collectives/coll.h"
 #include "parallel/compute.h"
 #include "parallel/model.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
@@ -280,8 +281,10 @@ int val_run_case(struct validation *v, size_t i, char *err, size_t errlen)
 		return fail(VAL_BADINPUT, err, errlen, "case %s: %s: compute: %s", c->id, s.path, e);
 	struct par_train t;
 	struct par_report r;
+	struct par_step st;
 	scn_train_of(&t, &s, cm);
-	if (par_train_plan(&t, &r, e, sizeof(e)) < 0) {
+	if (par_step_resolve(&st, &t, e, sizeof(e)) < 0 ||
+	    par_train_plan(&st, &r, e, sizeof(e)) < 0) {
 		rc = fail(VAL_BADINPUT, err, errlen, "case %s: %s: %s", c->id, s.path, e);
 	} else if (c->metric == VAL_MODEL_STATES) {
 		c->predicted = r.memory.model_states / 1e9;
@@ -291,7 +294,7 @@ int val_run_case(struct validation *v, size_t i, char *err, size_t errlen)
 	} else if (!r.memory.fits) {
 		snprintf(c->why, sizeof(c->why), "does not fit: %.1f GB of %.1f GB",
 			 r.memory.peak / 1e9, r.memory.capacity / 1e9);
-	} else if (par_train_simulate(&t, &r, e, sizeof(e)) < 0) {
+	} else if (par_train_simulate(&st, &r, e, sizeof(e)) < 0) {
 		rc = fail(VAL_FAIL, err, errlen, "case %s: %s: the step could not finish: %s", c->id,
 			       s.path, e);
 	} else if (c->metric == VAL_ITERATION) {
@@ -301,6 +304,7 @@ int val_run_case(struct validation *v, size_t i, char *err, size_t errlen)
 		val_formula_flops(c->formula, &s.model, &s.training, &F);
 		c->predicted = F / (r.step_time_s * r.gpus) / 1e12;
 	}
+	par_step_free(&st);
 	par_compute_model_free(cm);
 	return rc;
 }

@@ -313,8 +313,7 @@ static int jobs_go(struct cli_args *a, struct jobs_cli *c)
 		c->run.ready = jobs_ready;
 		c->run.rec_ctx = c;
 	}
-	if (fits) {
-		par_jobs_result_free(&c->res);
+	if (fits) {  /* on the steps par_jobs_plan resolved */
 		int r = par_jobs_run(&c->run, &c->res, err, sizeof(err));
 		if (r == PAR_JOBS_TOO_LONG)
 			return cli_error(a, CLI_BADINPUT, "%s: %s", path, err);

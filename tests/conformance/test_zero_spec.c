@@ -12,6 +12,7 @@
 #include "collectives/coll.h"
 #include "parallel/compute.h"
 #include "parallel/model.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "tests/checkmain.h"
@@ -93,7 +94,13 @@ static void step(const char *path, const char *const *sets, size_t n, int run,
 	sim_config_init(&t.sim);
 	t.sim.algos = coll_algos;
 	t.sim.fidelity = s.sim.fidelity;
-	int rc = run ? par_train_run(&t, r, err, sizeof(err)) : par_train_plan(&t, r, err, sizeof(err));
+	struct par_step st;
+	int rc = run ? par_train_run(&t, r, err, sizeof(err))
+		     : par_step_resolve(&st, &t, err, sizeof(err));
+	if (!run && rc == 0)
+		rc = par_train_plan(&st, r, err, sizeof(err));
+	if (!run)
+		par_step_free(&st);
 	ck_assert_msg(rc == 0, "%s", err);
 	par_compute_model_free(cm);
 }

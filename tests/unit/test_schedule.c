@@ -430,11 +430,14 @@ START_TEST(split_backward_builds_dx_then_dw)
 		struct par_train t = split_setup(gpus[cfg], pps[cfg], extra[cfg]);
 		int gi = par_schedule_find("gpipe");
 		ck_assert_int_ge(gi, 0);
+		struct par_step step;
+		char err[512];
+		ck_assert_msg(par_step_resolve(&step, &t, err, sizeof(err)) == 0, "%s", err);
 		for (uint32_t stage = 0; stage < pps[cfg]; stage++) {
 			struct builder b;
-			struct sim_program *g = par_b_build_with(&t, &b, stage, 0, 1, par_schedule(gi));
-			struct sim_program *now = par_b_build_with(&t, &b, stage, 0, 1, &split_now);
-			struct sim_program *late = par_b_build_with(&t, &b, stage, 0, 1, &split_late);
+			struct sim_program *g = par_b_build_with(&step, &b, stage, 0, par_schedule(gi));
+			struct sim_program *now = par_b_build_with(&step, &b, stage, 0, &split_now);
+			struct sim_program *late = par_b_build_with(&step, &b, stage, 0, &split_late);
 			struct prog_sum sg, sn, sl;
 			summarise(g, &sg), summarise(now, &sn), summarise(late, &sl);
 			ck_assert_uint_eq(sn.ncompute, sg.ncompute);
@@ -455,8 +458,8 @@ START_TEST(split_backward_builds_dx_then_dw)
 			/* Holding the activations until the weight pass. */
 			ck_assert(sl.act_peak >= sg.act_peak && sn.act_peak >= sg.act_peak);
 			/* In order, per micro-batch: dX kernels, the send, dW kernels. */
-			ck_assert_uint_eq(par_micro_batches(&t), cfg ? 8 : 4);
-			for (int mb = 0; mb < (int)par_micro_batches(&t); mb++) {
+			ck_assert_uint_eq(step.micro_batches, cfg ? 8 : 4);
+			for (int mb = 0; mb < (int)step.micro_batches; mb++) {
 				uint32_t last_dx = 0, first_dw = UINT32_MAX, send = UINT32_MAX;
 				for (uint32_t i = 0; i < now->nops; i++) {
 					const struct sim_op *o = &now->ops[i];
@@ -482,6 +485,7 @@ START_TEST(split_backward_builds_dx_then_dw)
 			free(sg.compute), free(sn.compute), free(sl.compute);
 			sim_program_free(g), sim_program_free(now), sim_program_free(late);
 		}
+		par_step_free(&step);
 		par_compute_model_free(split_cm);
 	}
 }
@@ -492,8 +496,11 @@ END_TEST
 START_TEST(split_backward_refuses_sharded_params)
 {
 	struct par_train t = split_setup(2, 1, "parallel.zero=3");
+	struct par_step step;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&step, &t, err, sizeof(err)) == 0, "%s", err);
 	struct builder b;
-	par_b_build_with(&t, &b, 0, 0, 1, &split_now);
+	par_b_build_with(&step, &b, 0, 0, &split_now);
 }
 END_TEST
 

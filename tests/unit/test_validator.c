@@ -3,7 +3,7 @@
  * layouts are valid: every layout the planner enumerates (par_plan_each)
  * for a small model goes through the planner's estimate and through the
  * simulator's own path (the scenario's checks, scn_validate, then
- * par_train_plan); a layout is invalid for one exactly when it is for the
+ * par_step_resolve and par_train_plan); a layout is invalid for one exactly when it is for the
  * other. The models: GPT-3 1.3B on 16 H200 (dense), the same with a
  * sequence of 3,000 tokens (a context-parallel size that divides it but
  * not twice over: ring attention runs it, zig-zag would not), DDP's lesson
@@ -17,6 +17,7 @@
 #include "collectives/coll.h"
 #include "parallel/compute.h"
 #include "parallel/plan.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
@@ -45,8 +46,11 @@ static void judge(void *ctx, struct par_candidate *c)
 	if (!sim_invalid) {
 		struct par_train tr;
 		struct par_report r;
+		struct par_step st;
 		scn_train_of(&tr, &t, v->cm);
-		sim_invalid = par_train_plan(&tr, &r, err, sizeof(err)) < 0;
+		sim_invalid = par_step_resolve(&st, &tr, err, sizeof(err)) < 0 ||
+			      par_train_plan(&st, &r, err, sizeof(err)) < 0;
+		par_step_free(&st);
 	}
 	v->total++;
 	v->invalid += (unsigned)sim_invalid;

@@ -1,0 +1,246 @@
+/*
+ * test_step.c - the resolved step (parallel/step.c): what par_step_resolve
+ * derives from a layout (dimensions, data-parallel and shard groups,
+ * micro-batches, the layers of each virtual stage, each stage's
+ * parameters, the chosen plug-ins), what it refuses and how, and that a
+ * run builds each stage program once: the memory pass builds the first CP
+ * rank's, placement the rest, and the engine runs those same programs.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "collectives/coll.h"
+#include "parallel/compute.h"
+#include "parallel/dp.h"
+#include "parallel/schedule.h"
+#include "parallel/step.h"
+#include "parallel/train.h"
+#include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
+#include "tests/checkmain.h"
+
+#define GPT CLUSTERSIM_SRCDIR "/scenarios/gpt3-1.3b-h200.yaml"
+
+/* GPT-3 1.3B (24 layers) on 2 nodes of 8 H200, tp 2, pp 2, cp 2 (dp 2),
+ * 16 sequences of micro-batches of 1, with the extra settings. */
+struct fixture {
+	struct scn s;
+	struct par_compute_model *cm;
+	struct par_train t;
+};
+
+static void setup(struct fixture *f, const char *const *extra, size_t nextra)
+{
+	const char *sets[32] = {
+		"cluster.nodes=2", "cluster.gpus_per_node=8", "cluster.network.nics_per_node=8",
+		"parallel.tp=2", "parallel.pp=2", "parallel.cp=2", "training.global_batch=16",
+		"training.micro_batch=1", "sim.fidelity=analytic",
+	};
+	size_t n = 9;
+	for (size_t i = 0; i < nextra; i++)
+		sets[n++] = extra[i];
+	char err[SCN_ERRLEN];
+	ck_assert_msg(scn_load(&f->s, GPT, sets, n, err, sizeof(err)) == 0, "%s", err);
+	f->cm = par_compute_model_new(&f->s.compute, topo_gpu_find(f->s.cluster.gpu),
+				      f->s.training.precision, f->s.datadir, err, sizeof(err));
+	ck_assert_msg(f->cm != NULL, "%s", err);
+	scn_train_of(&f->t, &f->s, f->cm);
+}
+
+static void add(void *ctx, int piece, double params)
+{
+	(void)piece;
+	*(double *)ctx += params;
+}
+
+START_TEST(resolve_derives_the_layout)
+{
+	struct fixture f;
+	setup(&f, NULL, 0);
+	struct par_step s;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_ptr_eq(s.t, &f.t);
+	ck_assert_uint_eq(s.d.tp, 2);
+	ck_assert_uint_eq(s.d.pp, 2);
+	ck_assert_uint_eq(s.d.cp, 2);
+	ck_assert_uint_eq(s.d.dp, 2);
+	ck_assert_uint_eq(s.d.vpp, 1);
+	ck_assert_uint_eq(s.gpus, 16);
+	ck_assert_uint_eq(s.dpn, 4);            /* gradients over dp x cp */
+	ck_assert_uint_eq(s.shard, 4);          /* DDP: the whole group */
+	ck_assert_uint_eq(s.micro_batches, 8);  /* 16 / dp 2 / 1 */
+	ck_assert_ptr_eq(s.schedule, par_schedule(f.s.parallel.schedule));
+	ck_assert_ptr_eq(s.strategy, par_dp_find("ddp"));
+	/* The layers split over the stages, in order, every one once. */
+	ck_assert_uint_eq(s.layer_first[0], 0);
+	ck_assert_uint_eq(s.layer_count[0], 12);
+	ck_assert_uint_eq(s.layer_first[1], 12);
+	ck_assert_uint_eq(s.layer_count[1], 12);
+	/* Each stage's parameters: its pieces, the embedding on the first and
+	 * the head on the last; the whole model over tp (both stages hold a
+	 * copy of the tied embedding, as Megatron does). */
+	double sum = 0;
+	for (uint32_t st = 0; st < 2; st++) {
+		double p = 0;
+		par_step_each_param(&s, st, add, &p);
+		ck_assert_double_eq(p, s.stage_params[st]);
+		sum += p;
+	}
+	double whole = par_model_params(&f.s.model) +
+		       (f.s.model.tied_embeddings ? par_embedding_params(&f.s.model) : 0);
+	ck_assert_double_eq_tol(sum, whole / 2, 1e-6 * whole);
+	/* Nothing is built yet. */
+	for (uint32_t i = 0; i < 4; i++)
+		ck_assert_ptr_null(s.progs[i]);
+	par_step_free(&s);
+	par_step_free(&s);  /* freed twice: harmless */
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
+START_TEST(resolve_shards_and_interleaves)
+{
+	/* HSDP: parameters sharded over a node's data-parallel ranks. */
+	static const char *const hsdp[] = { "parallel.fsdp.enabled=true",
+					    "parallel.fsdp.hsdp=true", "parallel.tp=1",
+					    "parallel.pp=1", "parallel.cp=1" };
+	struct fixture f;
+	setup(&f, hsdp, 5);
+	struct par_step s;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_ptr_eq(s.strategy, par_dp_find("fsdp"));
+	ck_assert_uint_eq(s.dpn, 16);
+	ck_assert_uint_eq(s.shard, 8);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+	/* Interleaved: 4 virtual stages of 6 layers; chunk c of stage st is
+	 * virtual stage c pp + st. */
+	static const char *const inter[] = { "parallel.schedule=interleaved", "parallel.vpp=2" };
+	setup(&f, inter, 2);
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(s.d.vpp, 2);
+	for (uint32_t vs = 0; vs < 4; vs++) {
+		ck_assert_uint_eq(s.layer_first[vs], 6 * vs);
+		ck_assert_uint_eq(s.layer_count[vs], 6);
+	}
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
+/* A layout the step refuses: the layout check's text, or the training
+ * check's, and an empty step. */
+START_TEST(resolve_refuses)
+{
+	static const struct {
+		const char *set, *text;
+	} cases[] = {
+		{ "parallel.ep=2", "parallel.ep: expert parallelism needs an MoE model" },
+		{ "training.global_batch=7", "training.global_batch: 7 sequences do not split" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fixture f;
+		const char *extra[] = { cases[i].set };
+		char err[512] = "";
+		/* Loaded unchecked: the step checks it. */
+		const char *sets[] = {
+			"cluster.nodes=2", "cluster.gpus_per_node=8",
+			"cluster.network.nics_per_node=8", "parallel.tp=2", "parallel.pp=2",
+			"parallel.cp=2", "training.global_batch=16", "training.micro_batch=1",
+			extra[0],
+		};
+		char serr[SCN_ERRLEN];
+		ck_assert_msg(scn_load_unchecked(&f.s, GPT, sets, ARRAY_SIZE(sets), serr,
+						 sizeof(serr)) == 0, "%s", serr);
+		f.cm = par_compute_model_new(&f.s.compute, topo_gpu_find(f.s.cluster.gpu),
+					     f.s.training.precision, f.s.datadir, serr,
+					     sizeof(serr));
+		ck_assert_msg(f.cm != NULL, "%s", serr);
+		scn_train_of(&f.t, &f.s, f.cm);
+		struct par_step s;
+		ck_assert_int_eq(par_step_resolve(&s, &f.t, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, cases[i].text) != NULL, "%s: %s", cases[i].set, err);
+		ck_assert_ptr_null(s.progs);
+		ck_assert_ptr_null(s.t);
+		par_step_free(&s);
+		par_compute_model_free(f.cm);
+	}
+}
+END_TEST
+
+/* The memory pass builds the first CP rank's program of each stage; the
+ * run places those and builds the others; nothing is built twice. */
+START_TEST(programs_built_once)
+{
+	struct fixture f;
+	setup(&f, NULL, 0);
+	struct par_step s;
+	struct par_report r;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(par_train_plan(&s, &r, err, sizeof(err)) == 0, "%s", err);
+	ck_assert(r.memory.fits);
+	const struct sim_program *planned[2];
+	for (uint32_t st = 0; st < 2; st++) {
+		planned[st] = s.progs[st * 2];
+		ck_assert_ptr_nonnull(planned[st]);
+		ck_assert_ptr_null(s.progs[st * 2 + 1]);
+		ck_assert_ptr_eq(par_step_program(&s, st, 0, NULL), planned[st]);
+	}
+	ck_assert_msg(par_train_simulate(&s, &r, err, sizeof(err)) == 0, "%s", err);
+	for (uint32_t st = 0; st < 2; st++) {
+		ck_assert_ptr_eq(s.progs[st * 2], planned[st]);
+		ck_assert_ptr_nonnull(s.progs[st * 2 + 1]);
+	}
+	/* The same step as par_train_run's, which resolves its own. */
+	struct par_report again;
+	ck_assert_msg(par_train_run(&f.t, &again, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_double_eq(again.step_time_s, r.step_time_s);
+	ck_assert_double_eq(again.memory.peak, r.memory.peak);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
+/* A program its strategy refuses (ZeRO-1 with a 1 kB bucket: billions of
+ * parameter gathers after the step) is built without them, and the plan
+ * refuses it with the strategy's text. */
+START_TEST(refused_program_not_built)
+{
+	static const char *const z1[] = { "parallel.zero=1", "parallel.ddp.bucket=1kB",
+					  "parallel.pp=1", "parallel.cp=1", "parallel.tp=1" };
+	struct fixture f;
+	setup(&f, z1, 5);
+	struct par_step s;
+	struct par_report r;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(par_train_plan(&s, &r, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "parallel.ddp.bucket") != NULL, "%s", err);
+	ck_assert_double_gt(s.refused_most, 1e5);
+	ck_assert_uint_lt(s.progs[0]->nops, 100000);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
+static Suite *step_suite(void)
+{
+	Suite *su = suite_create("step");
+	TCase *t = tcase_create("resolve");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, resolve_derives_the_layout);
+	tcase_add_test(t, resolve_shards_and_interleaves);
+	tcase_add_test(t, resolve_refuses);
+	tcase_add_test(t, programs_built_once);
+	tcase_add_test(t, refused_program_not_built);
+	suite_add_tcase(su, t);
+	return su;
+}
+
+int main(void)
+{
+	return check_run(step_suite());
+}
