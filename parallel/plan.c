@@ -233,7 +233,8 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 {
-	/* The simulator's own resolve (step.h): what it refuses, the planner
+	/* The simulator's own checks and derivation (step.h, par_step_derive:
+	 * par_step_resolve without its arrays): what it refuses, the planner
 	 * drops as invalid. */
 	struct par_training tr = p->tr;
 	tr.micro_batch = c->micro_batch, tr.recompute = c->recompute;
@@ -242,11 +243,9 @@ int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 	};
 	struct par_step st;
 	char err[512];
-	if (par_step_resolve(&st, &t, err, sizeof(err)) < 0)
+	if (par_step_derive(&st, &t, err, sizeof(err)) < 0)
 		return 1 + PAR_DROP_INVALID;
-	int rc = estimate(p, c, &st);
-	par_step_free(&st);
-	return rc;
+	return estimate(p, c, &st);
 }
 
 static int by_step(const void *a, const void *b)

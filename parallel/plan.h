@@ -65,7 +65,7 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 
 /* Estimate one layout (0 if it is valid and fits, else the drop cause + 1).
  * Valid means what the simulator accepts: the layout resolves
- * (par_step_resolve, step.h). */
+ * (par_step_derive, the checks of par_step_resolve: step.h). */
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c);
 
 #endif

@@ -197,7 +197,7 @@ static void add_params(void *ctx, int piece, double params)
 	*(double *)ctx += params;
 }
 
-int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, size_t errlen)
+int par_step_derive(struct par_step *s, const struct par_train *t, char *err, size_t errlen)
 {
 	const struct par_layout *l = t->layout;
 	memset(s, 0, sizeof(*s));
@@ -216,6 +216,15 @@ int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, s
 	s->schedule = par_schedule(l->schedule);
 	s->strategy = par_dp_strategy_of(l);
 	s->shard = s->strategy->shard ? s->strategy->shard(l, t->cluster, s->dpn) : s->dpn;
+	return 0;
+}
+
+int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, size_t errlen)
+{
+	if (par_step_derive(s, t, err, errlen) < 0)
+		return -1;
+	const struct par_layout *l = t->layout;
+	const struct par_dims d = s->d;
 	uint32_t V = d.pp * d.vpp;
 	s->layer_first = xmalloc(V * sizeof(uint32_t));
 	s->layer_count = xmalloc(V * sizeof(uint32_t));

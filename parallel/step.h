@@ -79,6 +79,12 @@ struct par_step {
  */
 int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, size_t errlen);
 
+/* par_step_resolve's checks and what it derives but the per-stage arrays
+ * (layer_first, layer_count, stage_params) and the program slots, which
+ * stay NULL: nothing is allocated (the planner screens many candidates
+ * with it). par_step_program cannot be called on it. */
+int par_step_derive(struct par_step *s, const struct par_train *t, char *err, size_t errlen);
+
 /* The program of pipeline stage `stage` and CP rank cpi, built on the
  * first call (then the same one); the bytes its ranks hold from the start
  * go to held when not NULL. */
