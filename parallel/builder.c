@@ -118,7 +118,7 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 	for (size_t i = 0; i < n; i++) {
 		const struct par_op *o = &ops[i];
 		char name[96];
-		if (b->moe_layer >= 0 && par_mlp_kernel(o->name)) {
+		if (b->moe_layer >= 0 && par_kernel_is_mlp(o->kernel)) {
 			/* An MoE layer: the experts replace the dense MLP, once per
 			 * pass (the recomputed forward has its own). */
 			int bwd = ph == PAR_BWD && !o->recompute;

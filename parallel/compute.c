@@ -125,6 +125,9 @@ struct par_compute_model {
 	struct membound_kind *kinds;
 	size_t nkinds;
 	double membound_default;  /* median fraction of the forward rows      */
+	/* Per kernel and pass (model.h): its memory-bound fraction, from its
+	 * name once when the tables load (membound_eff). */
+	double kernel_eff[PAR_K_N][PAR_PART_N];
 };
 
 /*
@@ -568,7 +571,8 @@ static const struct membound_kind *membound_find(const struct par_compute_model 
 /*
  * Fraction for an op name: the longest prefix among the measured kinds' own
  * names and membound_names[] that leads to a measured kind; else the
- * default. O(kinds + aliases) string compares per call.
+ * default. O(kinds + aliases) string compares per call: the model's kernels
+ * are looked up once each, when the tables load (kernel_eff).
  */
 static double membound_eff(const struct par_compute_model *cm, const char *name)
 {
@@ -769,6 +773,9 @@ struct par_compute_model *par_compute_model_new(const struct par_compute *cfg,
 		par_compute_model_free(cm);
 		return NULL;
 	}
+	for (int k = 0; cm->flat == 0 && k < PAR_K_N; k++)
+		for (int p = 0; p < PAR_PART_N; p++)
+			cm->kernel_eff[k][p] = membound_eff(cm, par_kernel_name(k, p));
 	return cm;
 }
 
@@ -824,7 +831,12 @@ static void op_effs(const struct par_compute_model *cm, const struct par_op *op,
 		*memory = cm->copy_eff;
 		return;
 	case PAR_OP_MEMBOUND:   /* its few FLOPs are never the bound */
-		*compute = *memory = membound_eff(cm, op->name);
+		/* A kernel of the model by its identity; an op made elsewhere
+		 * (PAR_K_NONE: a test's) by its name. */
+		*compute = *memory = op->kernel != PAR_K_NONE && (unsigned)op->kernel < PAR_K_N &&
+						     (unsigned)op->part < PAR_PART_N
+					     ? cm->kernel_eff[op->kernel][op->part]
+					     : membound_eff(cm, op->name);
 		return;
 	}
 	BUG("op %s: unknown class %d", op->name ? op->name : "?", (int)op->cls);

@@ -180,15 +180,40 @@ double par_expert_params(const struct par_model *m)
 	return mlp_params(m, m->moe.expert_ffn ? m->moe.expert_ffn : m->ffn);
 }
 
-int par_mlp_kernel(const char *name)
+/* Each kernel's passes' names, and what it is (PAR_KERNELS, model.h). */
+static const struct kernel_info {
+	const char *name[PAR_PART_N];
+	uint8_t gemm, mlp;
+} kernels[PAR_K_N] = {
+#define KERNEL_INFO(id, nm, g, m) \
+	[PAR_K_##id] = { { nm, (g) ? nm "_dx" : nm "_bwd", (g) ? nm "_dw" : NULL }, g, m },
+	PAR_KERNELS(KERNEL_INFO)
+#undef KERNEL_INFO
+};
+
+const char *par_kernel_name(enum par_kernel k, enum par_part part)
 {
-	static const char *const mlp[] = { "mlp_up", "mlp_gate_up", "gelu", "swiglu", "mlp_down" };
-	for (size_t i = 0; i < ARRAY_SIZE(mlp); i++) {
-		size_t n = strlen(mlp[i]);
-		if (!strncmp(name, mlp[i], n) && (!name[n] || name[n] == '_'))
-			return 1;
-	}
-	return 0;
+	return (unsigned)k < PAR_K_N && (unsigned)part < PAR_PART_N ? kernels[k].name[part]
+								     : NULL;
+}
+
+int par_kernel_is_mlp(enum par_kernel k)
+{
+	return (unsigned)k < PAR_K_N && kernels[k].mlp;
+}
+
+int par_kernel_is_gemm(enum par_kernel k)
+{
+	return (unsigned)k < PAR_K_N && kernels[k].gemm;
+}
+
+/* op as pass `part` of kernel k, named after it. */
+static struct par_op as_kernel(struct par_op op, enum par_kernel k, enum par_part part)
+{
+	op.kernel = k;
+	op.part = part;
+	op.name = par_kernel_name(k, part);
+	return op;
 }
 
 int par_layer_is_moe(const struct par_model *m, unsigned i)
@@ -309,9 +334,9 @@ static void geom_init(struct geom *g, const struct par_model *m,
 	g->flash = tr->flash_attention;
 }
 
-/* Forward names and their backward names (dw: GEMMs only), with the
- * backward's FLOPs and bytes as multiples of the forward's (GEMMs: see
- * push_gemm_grads). */
+/* The layer's forward ops and their kernels (a norm's: LayerNorm's, or
+ * RMSNorm's in a Llama layer), with the backward's FLOPs and bytes as
+ * multiples of the forward's (GEMMs: see push_gemm_grads). */
 enum op_id {
 	OP_NORM1, OP_QKV, OP_ATTN, OP_ATTN_OUT, OP_ATTN_DROPOUT, OP_RESIDUAL1,
 	OP_NORM2, OP_MLP_UP, OP_MLP_GATE_UP, OP_GELU, OP_SWIGLU, OP_MLP_DOWN,
@@ -319,33 +344,34 @@ enum op_id {
 };
 
 struct op_info {
-	const char *fwd, *dx, *dw;
+	enum par_kernel kernel, rms;
 	double bwd_flops, bwd_bytes;
 };
 
-#define GEMM_INFO(f) { .fwd = f, .dx = f "_dx", .dw = f "_dw" }
-#define BWD_INFO(f, fl, by) { .fwd = f, .dx = f "_bwd", .bwd_flops = fl, .bwd_bytes = by }
+#define GEMM_INFO(k) { .kernel = PAR_K_##k }
+#define BWD_INFO(k, fl, by) { .kernel = PAR_K_##k, .bwd_flops = fl, .bwd_bytes = by }
+#define NORM_INFO(k, r) { .kernel = PAR_K_##k, .rms = PAR_K_##r, .bwd_flops = 2, .bwd_bytes = 2 }
 
 static const struct op_info op_infos[OP_NIDS] = {
-	[OP_NORM1] = BWD_INFO("layernorm1", 2, 2),
-	[OP_QKV] = GEMM_INFO("qkv"),
-	[OP_ATTN] = BWD_INFO("attn", ATTN_BWD_FLOPS, 2),
-	[OP_ATTN_OUT] = GEMM_INFO("attn_out"),
-	[OP_ATTN_DROPOUT] = BWD_INFO("attn_dropout", 2, 2),
-	[OP_RESIDUAL1] = BWD_INFO("residual1", 2, 2),
-	[OP_NORM2] = BWD_INFO("layernorm2", 2, 2),
-	[OP_MLP_UP] = GEMM_INFO("mlp_up"),
-	[OP_MLP_GATE_UP] = GEMM_INFO("mlp_gate_up"),
-	[OP_GELU] = BWD_INFO("gelu", 2, 2),
-	[OP_SWIGLU] = BWD_INFO("swiglu", 2, 2),
-	[OP_MLP_DOWN] = GEMM_INFO("mlp_down"),
-	[OP_MLP_DROPOUT] = BWD_INFO("mlp_dropout", 2, 2),
-	[OP_RESIDUAL2] = BWD_INFO("residual2", 2, 2),
-	[OP_FINAL_NORM] = BWD_INFO("layernorm_final", 2, 2),
-	[OP_LM_HEAD] = GEMM_INFO("lm_head"),
+	[OP_NORM1] = NORM_INFO(LAYERNORM1, RMSNORM1),
+	[OP_QKV] = GEMM_INFO(QKV),
+	[OP_ATTN] = BWD_INFO(ATTN, ATTN_BWD_FLOPS, 2),
+	[OP_ATTN_OUT] = GEMM_INFO(ATTN_OUT),
+	[OP_ATTN_DROPOUT] = BWD_INFO(ATTN_DROPOUT, 2, 2),
+	[OP_RESIDUAL1] = BWD_INFO(RESIDUAL1, 2, 2),
+	[OP_NORM2] = NORM_INFO(LAYERNORM2, RMSNORM2),
+	[OP_MLP_UP] = GEMM_INFO(MLP_UP),
+	[OP_MLP_GATE_UP] = GEMM_INFO(MLP_GATE_UP),
+	[OP_GELU] = BWD_INFO(GELU, 2, 2),
+	[OP_SWIGLU] = BWD_INFO(SWIGLU, 2, 2),
+	[OP_MLP_DOWN] = GEMM_INFO(MLP_DOWN),
+	[OP_MLP_DROPOUT] = BWD_INFO(MLP_DROPOUT, 2, 2),
+	[OP_RESIDUAL2] = BWD_INFO(RESIDUAL2, 2, 2),
+	[OP_FINAL_NORM] = NORM_INFO(LAYERNORM_FINAL, RMSNORM_FINAL),
+	[OP_LM_HEAD] = GEMM_INFO(LM_HEAD),
 	/* reads the logits again and writes their gradient: 2x the forward's
 	 * single read (the calibration table's byte convention) */
-	[OP_XENT] = BWD_INFO("cross_entropy", 1, 2),
+	[OP_XENT] = BWD_INFO(CROSS_ENTROPY, 1, 2),
 };
 
 /* A forward op and what it is, for deriving its backward. */
@@ -357,36 +383,29 @@ struct fop {
 static struct fop gemm(const struct geom *g, enum op_id id, double m, double n, double k)
 {
 	struct par_op op = {
-		.name = op_infos[id].fwd, .cls = PAR_OP_GEMM, .m = m, .n = n, .k = k,
+		.cls = PAR_OP_GEMM, .m = m, .n = n, .k = k,
 		.flops = 2 * m * n * k, .bytes = g->eg * (m * k + k * n) + g->ea * m * n,
 	};
-	return (struct fop){ .id = id, .op = op };
+	return (struct fop){ .id = id, .op = as_kernel(op, op_infos[id].kernel, PAR_PART_FWD) };
 }
 
 static struct fop membound(enum op_id id, double flops, double bytes)
 {
-	struct par_op op = {
-		.name = op_infos[id].fwd, .cls = PAR_OP_MEMBOUND, .flops = flops, .bytes = bytes,
-	};
-	return (struct fop){ .id = id, .op = op };
+	struct par_op op = { .cls = PAR_OP_MEMBOUND, .flops = flops, .bytes = bytes };
+	return (struct fop){ .id = id, .op = as_kernel(op, op_infos[id].kernel, PAR_PART_FWD) };
 }
 
 /*
- * Norm: read x, write y, over Tn tokens. Named after the kind of norm
- * (layernorm*, rmsnorm*), which selects its measured rate in compute.c.
+ * Norm: read x, write y, over Tn tokens. Its kernel is the kind of norm
+ * (LayerNorm, or RMSNorm in a Llama layer), whose name selects its
+ * measured rate in compute.c.
  */
-static const char *const rms_names[][2] = {
-	[OP_NORM1] = { "rmsnorm1", "rmsnorm1_bwd" },
-	[OP_NORM2] = { "rmsnorm2", "rmsnorm2_bwd" },
-	[OP_FINAL_NORM] = { "rmsnorm_final", "rmsnorm_final_bwd" },
-};
-
 static struct fop norm_op(const struct geom *g, enum op_id id)
 {
 	double n = g->Tn * g->h;
 	struct fop f = membound(id, FLOPS_NORM * n, 2 * g->ea * n);
 	if (!g->gpt)
-		f.op.name = rms_names[id][0];
+		f.op = as_kernel(f.op, op_infos[id].rms, PAR_PART_FWD);
 	return f;
 }
 
@@ -417,11 +436,10 @@ static struct fop attention_op(const struct geom *g)
 	if (!g->flash)
 		bytes += scores * (4 * g->ea + (g->gpt ? 2 * g->ea + MASK_BYTES : 0));
 	struct par_op op = {
-		.name = op_infos[OP_ATTN].fwd, .cls = PAR_OP_ATTENTION,
-		.flops = 4 * scores * g->dh / 2, .bytes = bytes,
+		.cls = PAR_OP_ATTENTION, .flops = 4 * scores * g->dh / 2, .bytes = bytes,
 		.heads = g->heads, .seq = (unsigned)g->s, .causal = 1,
 	};
-	return (struct fop){ .id = OP_ATTN, .op = op };
+	return (struct fop){ .id = OP_ATTN, .op = as_kernel(op, PAR_K_ATTN, PAR_PART_FWD) };
 }
 
 /* MLP: GeLU up, gelu, down; or SwiGLU gate and up as one GEMM, swiglu, down. */
@@ -465,8 +483,8 @@ static void push_gemm_grads(struct oplist *l, const struct geom *g, const struct
 	const struct par_op *o = &f->op;
 	struct fop dx = gemm(g, f->id, o->m, o->k, o->n);
 	struct fop dw = gemm(g, f->id, o->k, o->n, o->m);
-	dx.op.name = op_infos[f->id].dx;
-	dw.op.name = op_infos[f->id].dw;
+	dx.op = as_kernel(dx.op, o->kernel, PAR_PART_DX);
+	dw.op = as_kernel(dw.op, o->kernel, PAR_PART_DW);
 	dw.op.params = o->k * o->n;  /* the weight's elements on this rank */
 	oplist_push(l, dx.op);
 	oplist_push(l, dw.op);
@@ -480,10 +498,7 @@ static void push_grads(struct oplist *l, const struct geom *g, const struct fop 
 		push_gemm_grads(l, g, f);
 		return;
 	}
-	struct par_op op = f->op;
-	op.name = info->dx;
-	if ((f->id == OP_NORM1 || f->id == OP_NORM2 || f->id == OP_FINAL_NORM) && !g->gpt)
-		op.name = rms_names[f->id][1];
+	struct par_op op = as_kernel(f->op, f->op.kernel, PAR_PART_DX);
 	op.flops *= info->bwd_flops;
 	op.bytes *= info->bwd_bytes;
 	oplist_push(l, op);
@@ -563,11 +578,11 @@ size_t par_embed_ops(const struct par_model *m, const struct par_training *tr, u
 	struct oplist l = { .out = out, .max = max, .n = 0 };
 	geom_init(&g, m, tr, tp, false);
 	double n = g.T * g.h, ids = INDEX_BYTES * g.T;
-	struct par_op op = { .name = "embed", .cls = PAR_OP_MEMBOUND };
+	struct par_op op = as_kernel((struct par_op){ .cls = PAR_OP_MEMBOUND }, PAR_K_EMBED,
+				     phase == PAR_FWD ? PAR_PART_FWD : PAR_PART_DX);
 	if (phase == PAR_FWD) {
 		op.bytes = g.ea * n + g.ea * n / g.t + ids;
 	} else {
-		op.name = "embed_bwd";
 		op.flops = n / g.t;
 		op.bytes = g.ea * n + 2 * g.ea * n / g.t + ids;
 		op.params = par_embedding_params(m) / g.t;  /* tied: the head's part too */

@@ -26,9 +26,6 @@ double par_layer_params(const struct par_model *m);
 double par_moe_layer_params(const struct par_model *m);
 /* Parameters of one expert's MLP (width moe.expert_ffn, or ffn). */
 double par_expert_params(const struct par_model *m);
-/* Is this kernel (forward or backward) part of a dense MLP, which an MoE
- * layer replaces with its experts? */
-int par_mlp_kernel(const char *name);
 /* Is layer i (0-based) an MoE layer? */
 int par_layer_is_moe(const struct par_model *m, unsigned i);
 /* Input embedding V*h (+ learned positions for GPT: none here). */
@@ -70,9 +67,72 @@ enum par_op_class {
 
 enum par_phase { PAR_FWD, PAR_BWD };
 
+/*
+ * The kernels of a step, by what they are: X(ID, name, gemm, mlp), with
+ * gemm a matmul (its backward is a dX and a dW kernel; any other kernel's
+ * is one) and mlp part of a dense MLP, which an MoE layer replaces with
+ * its experts. The name is for display (and selects a measured rate of a
+ * memory-bound kernel, compute.c, once per kernel).
+ */
+#define PAR_KERNELS(X)                                                  \
+	X(LAYERNORM1, "layernorm1", 0, 0)                               \
+	X(RMSNORM1, "rmsnorm1", 0, 0)                                   \
+	X(QKV, "qkv", 1, 0)                                             \
+	X(ATTN, "attn", 0, 0)                                           \
+	X(ATTN_OUT, "attn_out", 1, 0)                                   \
+	X(ATTN_DROPOUT, "attn_dropout", 0, 0)                           \
+	X(RESIDUAL1, "residual1", 0, 0)                                 \
+	X(LAYERNORM2, "layernorm2", 0, 0)                               \
+	X(RMSNORM2, "rmsnorm2", 0, 0)                                   \
+	X(MLP_UP, "mlp_up", 1, 1)                                       \
+	X(MLP_GATE_UP, "mlp_gate_up", 1, 1)                             \
+	X(GELU, "gelu", 0, 1)                                           \
+	X(SWIGLU, "swiglu", 0, 1)                                       \
+	X(MLP_DOWN, "mlp_down", 1, 1)                                   \
+	X(MLP_DROPOUT, "mlp_dropout", 0, 0)                             \
+	X(RESIDUAL2, "residual2", 0, 0)                                 \
+	X(LAYERNORM_FINAL, "layernorm_final", 0, 0)                     \
+	X(RMSNORM_FINAL, "rmsnorm_final", 0, 0)                         \
+	X(LM_HEAD, "lm_head", 1, 0)                                     \
+	X(CROSS_ENTROPY, "cross_entropy", 0, 0)                         \
+	X(EMBED, "embed", 0, 0)                                         \
+	X(ROUTER, "router", 1, 0)                                       \
+	X(ROUTER_TOPK, "router_topk", 0, 0)                             \
+	X(EXPERT_UP, "expert_up", 1, 0)                                 \
+	X(EXPERT_ACT, "expert_act", 0, 0)                               \
+	X(EXPERT_DOWN, "expert_down", 1, 0)                             \
+	X(SHARED_UP, "shared_up", 1, 0)                                 \
+	X(SHARED_ACT, "shared_act", 0, 0)                               \
+	X(SHARED_DOWN, "shared_down", 1, 0)                             \
+	X(ADAM, "adam", 0, 0)                                           \
+	X(SGD, "sgd", 0, 0)
+
+enum par_kernel {
+	PAR_K_NONE,  /* an op made outside the model (a test's): its name says it */
+#define PAR_K_ENUM(id, name, gemm, mlp) PAR_K_##id,
+	PAR_KERNELS(PAR_K_ENUM)
+#undef PAR_K_ENUM
+	PAR_K_N
+};
+
+/* Which pass of a kernel an op is: its forward; the gradient of its input
+ * (a GEMM's dX; any other kernel's whole backward); a GEMM's weight
+ * gradient (dW). */
+enum par_part { PAR_PART_FWD, PAR_PART_DX, PAR_PART_DW, PAR_PART_N };
+
+/* The display name of a kernel's pass: "qkv", "qkv_dx", "qkv_dw",
+ * "attn_bwd"; NULL for a pass the kernel has not (a non-GEMM's dW). */
+const char *par_kernel_name(enum par_kernel k, enum par_part part);
+/* Is kernel k part of a dense MLP (any pass)? */
+int par_kernel_is_mlp(enum par_kernel k);
+/* Is kernel k a matmul? */
+int par_kernel_is_gemm(enum par_kernel k);
+
 /* One kernel of a layer, already divided by tensor parallelism. */
 struct par_op {
-	const char *name;    /* "qkv", "attn", "attn_out", "mlp_up", ...     */
+	const char *name;    /* par_kernel_name(kernel, part): for display   */
+	enum par_kernel kernel;  /* what it is                               */
+	enum par_part part;  /* which pass of it                             */
 	enum par_op_class cls;
 	double flops;        /* hardware FLOPs of this kernel               */
 	double bytes;        /* HBM traffic: inputs read + outputs written  */

@@ -45,17 +45,32 @@ void par_moe_load(const struct par_model *m, uint32_t ep, uint64_t seed, unsigne
 	free(order);
 }
 
-static struct par_op gemm(const char *name, double m, double n, double k, double e)
+/* Pass `part` of kernel k (its name too). */
+static struct par_op pass(struct par_op o, enum par_kernel k, enum par_part part)
 {
-	return (struct par_op){
-		.name = name, .cls = PAR_OP_GEMM, .m = m, .n = n, .k = k,
+	o.kernel = k, o.part = part;
+	o.name = par_kernel_name(k, part);
+	return o;
+}
+
+static struct par_op gemm(enum par_kernel kernel, enum par_part part, double m, double n,
+			  double k, double e)
+{
+	return pass((struct par_op){
+		.cls = PAR_OP_GEMM, .m = m, .n = n, .k = k,
 		.flops = 2 * m * n * k, .bytes = e * (m * k + k * n + m * n),
-	};
+	}, kernel, part);
+}
+
+static struct par_op membound(enum par_kernel kernel, double flops, double bytes)
+{
+	return pass((struct par_op){ .cls = PAR_OP_MEMBOUND, .flops = flops, .bytes = bytes },
+		    kernel, PAR_PART_FWD);
 }
 
 /* Forward kernels, or their gradients: dX and dW per GEMM, 2x elsewhere. */
 static void emit(struct oplist *l, const struct par_op *f, size_t n, enum par_phase ph,
-		 const char *const *dx, const char *const *dw, double wscale, int expert, double e)
+		 double wscale, int expert, double e)
 {
 	if (ph == PAR_FWD) {
 		for (size_t i = 0; i < n; i++)
@@ -64,16 +79,15 @@ static void emit(struct oplist *l, const struct par_op *f, size_t n, enum par_ph
 	}
 	for (size_t i = n; i-- > 0;) {
 		if (f[i].cls != PAR_OP_GEMM) {
-			struct par_op o = f[i];
-			o.name = dx[i];
+			struct par_op o = pass(f[i], f[i].kernel, PAR_PART_DX);
 			o.flops *= 2;
 			o.bytes *= 2;
 			oplist_push(l, o);
 			continue;
 		}
 		/* dX = dY W^T is m x n . n x k; dW = X^T dY is k x m . m x n */
-		struct par_op x = gemm(dx[i], f[i].m, f[i].k, f[i].n, e);
-		struct par_op w = gemm(dw[i], f[i].k, f[i].n, f[i].m, e);
+		struct par_op x = gemm(f[i].kernel, PAR_PART_DX, f[i].m, f[i].k, f[i].n, e);
+		struct par_op w = gemm(f[i].kernel, PAR_PART_DW, f[i].k, f[i].n, f[i].m, e);
 		w.params = f[i].k * f[i].n * wscale;
 		w.expert = expert;
 		oplist_push(l, x);
@@ -92,13 +106,10 @@ size_t par_moe_ops(const struct par_model *m, const struct par_training *tr, uns
 	double up = (swiglu ? 2 : 1) * f / t;
 	if (part == 0) {   /* router: scores of every expert, top-k */
 		struct par_op ops[2] = {
-			gemm("router", T, m->moe.experts, h, e),
-			{ .name = "router_topk", .cls = PAR_OP_MEMBOUND, .flops = 5 * T * m->moe.experts,
-			  .bytes = 4 * T * m->moe.experts },
+			gemm(PAR_K_ROUTER, PAR_PART_FWD, T, m->moe.experts, h, e),
+			membound(PAR_K_ROUTER_TOPK, 5 * T * m->moe.experts, 4 * T * m->moe.experts),
 		};
-		static const char *const dx[] = { "router_dx", "router_topk_bwd" };
-		static const char *const dw[] = { "router_dw", NULL };
-		emit(&l, ops, 2, ph, dx, dw, 1, 0, e);
+		emit(&l, ops, 2, ph, 1, 0, e);
 		return l.n;
 	}
 	double Tr = part == 1 ? T * m->moe.top_k * factor : T;
@@ -107,18 +118,14 @@ size_t par_moe_ops(const struct par_model *m, const struct par_training *tr, uns
 		return 0;
 	if (part == 2)
 		up *= local, f *= local;
+	int routed = part == 1;
 	struct par_op ops[3] = {
-		gemm(part == 1 ? "expert_up" : "shared_up", Tr, up, h, e),
-		{ .name = part == 1 ? "expert_act" : "shared_act", .cls = PAR_OP_MEMBOUND,
-		  .flops = 8 * Tr * f / t, .bytes = 3 * 2 * Tr * f / t },
-		gemm(part == 1 ? "expert_down" : "shared_down", Tr, h, f / t, e),
+		gemm(routed ? PAR_K_EXPERT_UP : PAR_K_SHARED_UP, PAR_PART_FWD, Tr, up, h, e),
+		membound(routed ? PAR_K_EXPERT_ACT : PAR_K_SHARED_ACT, 8 * Tr * f / t,
+			 3 * 2 * Tr * f / t),
+		gemm(routed ? PAR_K_EXPERT_DOWN : PAR_K_SHARED_DOWN, PAR_PART_FWD, Tr, h, f / t, e),
 	};
-	static const char *const dx1[] = { "expert_up_dx", "expert_act_bwd", "expert_down_dx" };
-	static const char *const dw1[] = { "expert_up_dw", NULL, "expert_down_dw" };
-	static const char *const dx2[] = { "shared_up_dx", "shared_act_bwd", "shared_down_dx" };
-	static const char *const dw2[] = { "shared_up_dw", NULL, "shared_down_dw" };
 	/* A batched GEMM of the rank's experts: its weights are `local` matrices. */
-	emit(&l, ops, 3, ph, part == 1 ? dx1 : dx2, part == 1 ? dw1 : dw2,
-	     part == 1 ? local : 1, part == 1, e);
+	emit(&l, ops, 3, ph, routed ? local : 1, routed, e);
 	return l.n;
 }

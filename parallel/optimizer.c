@@ -23,8 +23,9 @@ static uint32_t gpu_step(struct builder *b, double params)
 {
 	const struct par_train *t = b->t;
 	double per = t->training->optimizer == PAR_ADAM ? 28 : 20;
+	enum par_kernel k = t->training->optimizer == PAR_ADAM ? PAR_K_ADAM : PAR_K_SGD;
 	struct par_op op = {
-		.name = t->training->optimizer == PAR_ADAM ? "adam" : "sgd",
+		.name = par_kernel_name(k, PAR_PART_FWD), .kernel = k,
 		.cls = PAR_OP_MEMBOUND, .flops = 10 * params, .bytes = per * params,
 	};
 	sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, &op));

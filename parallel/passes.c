@@ -53,12 +53,10 @@ static void layer_forward(struct builder *b, unsigned l)
 /* Which part of a backward pass is built. */
 enum part { PART_ALL, PART_INPUT, PART_WEIGHT };
 
-/* A weight-gradient kernel: a GEMM's dW (model.c names it NAME_dw). */
+/* A weight-gradient kernel: a GEMM's dW. */
 static int weight_grad(const struct par_op *o)
 {
-	size_t n = strlen(o->name);
-	return o->cls == PAR_OP_GEMM && !o->recompute && n > 3 &&
-	       !strcmp(o->name + n - 3, "_dw");
+	return o->part == PAR_PART_DW && !o->recompute;
 }
 
 /* Emit the first n ops of the scratch list that belong to part. */

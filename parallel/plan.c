@@ -75,7 +75,7 @@ static double kernels_s(const struct par_planner *p, const struct par_op *ops, s
 {
 	double s = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (moe && par_mlp_kernel(ops[i].name))
+		if (moe && par_kernel_is_mlp(ops[i].kernel))
 			continue;
 		double t = par_compute_time_s(p->cm, &ops[i]);
 		s += ops[i].cls == PAR_OP_ATTENTION ? t * cp : t;
@@ -222,7 +222,8 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
 	double exposed = dps->exposed_s(&dc);
-	struct par_op opt = { .name = "adam", .cls = PAR_OP_MEMBOUND,
+	struct par_op opt = { .name = par_kernel_name(PAR_K_ADAM, PAR_PART_FWD),
+			      .kernel = PAR_K_ADAM, .cls = PAR_OP_MEMBOUND,
 			      .bytes = 28 * params /
 				       (dps->flags & PAR_DP_SHARDS_OPTIMIZER ? D : 1) };
 	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);

@@ -5,8 +5,6 @@
  */
 #include "parallel/train-int.h"
 
-#include <string.h>
-
 /*
  * Megatron's tensor-parallel collectives, by kernel: which collective goes
  * before or after it in the forward (or recomputed forward) and backward.
@@ -17,35 +15,36 @@
  * mirrored in the backward. Vocabulary-parallel embedding and loss add theirs.
  */
 struct tp_rule {
-	const char *kernel;
+	enum par_kernel kernel;
+	enum par_part part;
 	uint8_t backward, before, sp;   /* sp: 0 without SP, 1 with it */
 	enum sim_coll_op op;
 	uint8_t loss;                   /* bytes: 8 per token, not an activation */
 };
 
 static const struct tp_rule tp_rules[] = {
-	{ "attn_out", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "mlp_down", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "qkv_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "mlp_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "mlp_gate_up_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "embed", 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "lm_head_dx", 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
-	{ "qkv", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "mlp_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "mlp_gate_up", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "attn_out", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "mlp_down", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "attn_out_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "mlp_down_dx", 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "qkv_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "mlp_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "mlp_gate_up_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "embed", 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "lm_head", 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
-	{ "lm_head_dx", 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
-	{ "cross_entropy", 0, 0, 0, SIM_COLL_ALLREDUCE, 1 },
-	{ "cross_entropy", 0, 0, 1, SIM_COLL_ALLREDUCE, 1 },
+	{ PAR_K_ATTN_OUT, PAR_PART_FWD, 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_MLP_DOWN, PAR_PART_FWD, 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_QKV, PAR_PART_DX, 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_MLP_UP, PAR_PART_DX, 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_MLP_GATE_UP, PAR_PART_DX, 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_EMBED, PAR_PART_FWD, 0, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_LM_HEAD, PAR_PART_DX, 1, 0, 0, SIM_COLL_ALLREDUCE, 0 },
+	{ PAR_K_QKV, PAR_PART_FWD, 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_MLP_UP, PAR_PART_FWD, 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_MLP_GATE_UP, PAR_PART_FWD, 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_ATTN_OUT, PAR_PART_FWD, 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_MLP_DOWN, PAR_PART_FWD, 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_ATTN_OUT, PAR_PART_DX, 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_MLP_DOWN, PAR_PART_DX, 1, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_QKV, PAR_PART_DX, 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_MLP_UP, PAR_PART_DX, 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_MLP_GATE_UP, PAR_PART_DX, 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_EMBED, PAR_PART_FWD, 0, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_LM_HEAD, PAR_PART_FWD, 0, 1, 1, SIM_COLL_ALLGATHER, 0 },
+	{ PAR_K_LM_HEAD, PAR_PART_DX, 1, 0, 1, SIM_COLL_REDUCESCATTER, 0 },
+	{ PAR_K_CROSS_ENTROPY, PAR_PART_FWD, 0, 0, 0, SIM_COLL_ALLREDUCE, 1 },
+	{ PAR_K_CROSS_ENTROPY, PAR_PART_FWD, 0, 0, 1, SIM_COLL_ALLREDUCE, 1 },
 };
 
 /* Issue the tensor-parallel collectives a kernel needs before or after it. */
@@ -60,7 +59,7 @@ void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, i
 	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
 		const struct tp_rule *r = &tp_rules[i];
 		if (r->backward != bwd || r->before != before || r->sp != b->sp ||
-		    strcmp(r->kernel, o->name))
+		    r->kernel != o->kernel || r->part != o->part)
 			continue;
 		char name[96], mb[24];
 		par_b_mb_label(b, mb, sizeof(mb));
