@@ -74,6 +74,9 @@ int main(int argc, char **argv)
 			.kind = (uint8_t)(k % 5 == 4 ? SIM_OP_COLL : SIM_OP_COMPUTE),
 			.stream = (uint8_t)(k % 5 == 4 ? 4 : 0), .name = names[k],
 			.bytes = 1e8 + k, .flops = 1e12,
+			/* labelled as the step builder labels such an op */
+			.layer = k / 50, .mb = (int16_t)(k % 16), .chunk = -1,
+			.phase = SIM_PHASE_FWD, .kernel = "op",
 		};
 	}
 	remove_db(path);

@@ -83,6 +83,20 @@ void par_b_mb_label(const struct builder *b, char *buf, size_t len)
 		sim_fmt(buf, len, "mb%u", b->mb);
 }
 
+void par_b_label(struct builder *b, enum sim_phase ph, int placed, const char *kernel)
+{
+	const struct sim_op_label l = {
+		.layer = placed ? b->layer : -1, .mb = placed ? (int16_t)b->mb : -1,
+		.chunk = placed && b->vpp > 1 ? (int16_t)b->chunk : -1,
+		.phase = (uint8_t)ph, .kernel = kernel,
+	};
+	sim_program_label(b->prog, &l);
+}
+
+enum sim_phase par_b_phase(enum par_phase ph, const struct par_op *o)
+{
+	return ph == PAR_FWD ? SIM_PHASE_FWD : o->recompute ? SIM_PHASE_RECOMPUTE : SIM_PHASE_BWD;
+}
 
 void par_b_wait(struct builder *b, uint32_t op)
 {
@@ -123,12 +137,14 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 			 * pass (the recomputed forward has its own). */
 			int bwd = ph == PAR_BWD && !o->recompute;
 			if (moe_done != 1 + bwd) {
+				b->sub_phase = par_b_phase(ph, o);
 				par_moe_block(b, where, bwd);
 				moe_done = 1 + bwd;
 			}
 			continue;
 		}
 		if (b->cp > 1 && o->cls == PAR_OP_ATTENTION) {
+			b->sub_phase = par_b_phase(ph, o);
 			par_cp_attention(b, o, ph == PAR_BWD && !o->recompute, where);
 			continue;
 		}
@@ -138,6 +154,9 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
 						      o->bytes);
+		enum sim_phase lp = par_b_phase(ph, o);
+		par_b_label(b, lp == SIM_PHASE_FWD && b->recomputing ? SIM_PHASE_RECOMPUTE : lp, 1,
+			    o->name);
 		par_b_take_waits(b);
 		if (b->reduce && o->params > 0 && o->expert)
 			b->expert_grads += o->params * b->grad_elem;
@@ -159,6 +178,7 @@ void par_b_mem(struct builder *b, const char *name, unsigned cat, double bytes)
 	par_b_mb_label(b, mb, sizeof(mb));
 	sim_fmt(n, sizeof(n), "%s.%s", name, mb);
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, n, 0, 0, 0);
+	par_b_label(b, SIM_PHASE_NONE, 1, NULL);
 	sim_program_mem(b->prog, cat, bytes);
 	par_b_take_waits(b);
 }
@@ -220,6 +240,7 @@ struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b
 	b->last_grad_comm = b->last_param_comm = NO_OP;
 	b->last_compute = NO_OP;
 	b->moe_layer = -1;
+	b->layer = -1;
 	if (b->dp->init)
 		b->dp->init(b);
 	/* The schedule's actions, each a pass of one micro-batch and chunk. */

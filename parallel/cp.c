@@ -16,6 +16,7 @@ static uint32_t attn_kernel(struct builder *b, const struct par_op *like, const 
 	o.bytes = bytes;
 	sim_ps d = sim_ps_from_s(par_compute_time_s(b->t->compute, &o));
 	b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, flops, bytes);
+	par_b_label(b, b->sub_phase, 1, like->name);
 	par_b_take_waits(b);
 	return b->last_compute;
 }
@@ -57,6 +58,7 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 			sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ring%u.send", where, mb,
 				bwd ? "bwd" : "fwd", k);
 			sim_program_send(b->prog, STREAM_CP_SEND, name, SLOT_CP, next, kv_bytes);
+			par_b_label(b, b->sub_phase, 1, NULL);
 			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
 			uint32_t after = k ? recv : start;
 			if (after != NO_OP)
@@ -65,6 +67,7 @@ static void ring_attention(struct builder *b, const struct par_op *o, int bwd, c
 				bwd ? "bwd" : "fwd", k);
 			uint32_t r = sim_program_recv(b->prog, STREAM_CP_RECV, name, SLOT_CP, prev,
 						      kv_bytes);
+			par_b_label(b, b->sub_phase, 1, NULL);
 			sim_program_tag(b->prog, bwd ? TAG_DKV : TAG_KV);
 			if (k == 0 && start != NO_OP)
 				sim_program_dep(b->prog, start);
@@ -103,8 +106,10 @@ static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd
 	char name[128], mb[24];
 	par_b_mb_label(b, mb, sizeof(mb));
 	sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ulysses.in.alltoall", where, mb, bwd ? "bwd" : "fwd");
-	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
-				  bwd ? out : qkv, b->last_compute));
+	uint32_t in = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				 bwd ? out : qkv, b->last_compute);
+	par_b_label(b, b->sub_phase, 1, NULL);
+	par_b_wait(b, in);
 	struct par_op full = *o;
 	full.heads = (unsigned)(heads / N > 1 ? heads / N : 1);
 	full.seq = (unsigned)(c * N);
@@ -112,8 +117,10 @@ static void ulysses_attention(struct builder *b, const struct par_op *o, int bwd
 	/* All N c tokens for heads / N: the same FLOPs as the local op times N. */
 	attn_kernel(b, &full, name, o->flops * N, o->bytes);
 	sim_fmt(name, sizeof(name), "cp.%s.%s.%s.ulysses.out.alltoall", where, mb, bwd ? "bwd" : "fwd");
-	par_b_wait(b, par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
-				  bwd ? qkv : out, b->last_compute));
+	uint32_t back = par_b_coll(b, STREAM_CP_SEND, name, SIM_COLL_ALLTOALL, SLOT_CP,
+				   bwd ? qkv : out, b->last_compute);
+	par_b_label(b, b->sub_phase, 1, NULL);
+	par_b_wait(b, back);
 }
 
 void par_cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)

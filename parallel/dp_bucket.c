@@ -77,6 +77,7 @@ static void bucket_issue(struct builder *b, double bytes, uint32_t after)
 	sim_fmt(name, sizeof(name), "%s.bucket%u.%s", b->dp->name, s->nops++,
 		ar ? "allreduce" : "reducescatter");
 	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, s->p.reduce, SLOT_DP, bytes, after);
+	par_b_label(b, SIM_PHASE_BWD, 0, NULL);
 }
 
 /* Close the open bucket after op `after`; issue it now or hold it. */

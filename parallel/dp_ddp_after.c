@@ -71,6 +71,7 @@ static void backward_end(struct builder *b, uint32_t last)
 	sim_fmt(name, sizeof(name), "ddp-after.grads%u.allreduce", s->issued++);
 	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_DP,
 				       s->bytes, last);
+	par_b_label(b, SIM_PHASE_BWD, 0, NULL);
 	s->bytes = 0;
 }
 

@@ -121,6 +121,7 @@ static uint32_t gather(struct builder *b, int u, enum par_phase ph, uint32_t aft
 		ph == PAR_FWD ? "fwd" : "bwd");
 	double bytes = PARAM_BYTES * unit_params(b, u);
 	uint32_t i = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_SHARD, bytes, after);
+	par_b_label(b, ph == PAR_FWD ? SIM_PHASE_FWD : SIM_PHASE_BWD, 1, NULL);
 	sim_program_mem(b->prog, PAR_MEM_WEIGHTS, bytes * (b->shard - 1) / b->shard);
 	b->last_param_comm = i;
 	return i;
@@ -198,12 +199,14 @@ static void unit_reduce(struct builder *b, int u)
 	sim_fmt(name, sizeof(name), "%s.unit%d.mb%u.reducescatter", b->dp->name, u, b->mb);
 	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_REDUCESCATTER,
 				       SLOT_SHARD_RS, grads, after);
+	par_b_label(b, SIM_PHASE_BWD, 1, NULL);
 	sim_program_mem(b->prog, PAR_MEM_GRADS, -grads);
 	if (b->shard < b->dpn) {
 		sim_fmt(name, sizeof(name), "%s.unit%d.mb%u.replicas.allreduce", b->dp->name, u,
 			b->mb);
 		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE,
 					       SLOT_REPLICA, grads / b->shard, NO_OP);
+		par_b_label(b, SIM_PHASE_BWD, 1, NULL);
 	}
 }
 

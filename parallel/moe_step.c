@@ -50,8 +50,10 @@ static void moe_alltoall(struct builder *b, const char *where, const char *what,
 	char name[128], mb[24];
 	par_b_mb_label(b, mb, sizeof(mb));
 	sim_fmt(name, sizeof(name), "moe.%s.%s.%s.%s.alltoall", where, mb, bwd ? "bwd" : "fwd", what);
-	par_b_wait(b, par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
-				  2.0 * T * m->moe.top_k * m->hidden, b->last_compute));
+	uint32_t c = par_b_coll(b, STREAM_TP, name, SIM_COLL_ALLTOALL, SLOT_EP,
+				2.0 * T * m->moe.top_k * m->hidden, b->last_compute);
+	par_b_label(b, b->sub_phase, 1, NULL);
+	par_b_wait(b, c);
 }
 
 /* The MoE MLP: router, dispatch, the rank's experts, combine, shared experts;
@@ -59,12 +61,14 @@ static void moe_alltoall(struct builder *b, const char *where, const char *what,
  * that hold the same experts. */
 void par_moe_block(struct builder *b, const char *where, int bwd)
 {
-	if (!bwd) {
+	if (!bwd) {  /* the forward, or its recomputation in the backward */
+		b->recomputing = b->sub_phase == SIM_PHASE_RECOMPUTE;
 		moe_part(b, where, 0, PAR_FWD);
 		moe_alltoall(b, where, "dispatch", 0);
 		moe_part(b, where, 1, PAR_FWD);
 		moe_alltoall(b, where, "combine", 0);
 		moe_part(b, where, 2, PAR_FWD);
+		b->recomputing = 0;
 		return;
 	}
 	moe_part(b, where, 2, PAR_BWD);
@@ -79,6 +83,7 @@ void par_moe_block(struct builder *b, const char *where, int bwd)
 		sim_fmt(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
 		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_EDP,
 					       b->expert_grads, b->last_compute);
+		par_b_label(b, SIM_PHASE_BWD, 1, NULL);
 	}
 	b->expert_grads = 0;
 }

@@ -11,8 +11,8 @@
  * A schedule that splits the backward (par_action_kind) runs a
  * backward-input pass (the recomputed forward and every kernel but the
  * weight gradients: the dX chain, which sends the gradient on) and later a
- * backward-weight pass (the weight-gradient GEMMs, the `_dw` kernels of
- * model.c, and the embedding's gradient). The layer's activations stay
+ * backward-weight pass (the weight-gradient GEMMs, model.c's dW passes,
+ * and the embedding's gradient). The layer's activations stay
  * until its weight pass: model.c does not say which of them the dW GEMMs
  * read, so the split holds all of them (an upper bound). Not modelled with
  * a split, and refused by BUG: MoE layers (the experts' block is one unit)
@@ -43,10 +43,12 @@ static void layer_forward(struct builder *b, unsigned l)
 	sim_fmt(where, sizeof(where), "L%u", l);
 	hook_begin(b, (int)l, PAR_FWD);
 	b->moe_layer = par_layer_is_moe(t->model, l) ? (int)l : -1;
+	b->layer = (int)l;
 	par_b_emit(b, where, PAR_FWD, par_b_fetch_layer(b, PAR_FWD));
 	sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, b->moe_layer >= 0 ? par_moe_activation_bytes(b)
 			: par_layer_activation_bytes(t->model, &b->local, b->tp, b->sp));
 	b->moe_layer = -1;
+	b->layer = -1;
 	hook_end(b, (int)l, PAR_FWD);
 }
 
@@ -95,6 +97,7 @@ static void layer_backward(struct builder *b, unsigned l, enum part part)
 		re++;
 	if (part != PART_WEIGHT)
 		hook_begin(b, (int)l, PAR_BWD);
+	b->layer = (int)l;
 	if (part == PART_WEIGHT) {
 		/* The input pass left the layer's full set (see the header). */
 		struct par_op *all = b->ops;
@@ -118,6 +121,7 @@ static void layer_backward(struct builder *b, unsigned l, enum part part)
 			sim_program_mem(b->prog, PAR_MEM_ACTIVATIONS, -kept);
 	}
 	b->moe_layer = -1;
+	b->layer = -1;
 	if (part != PART_WEIGHT)
 		hook_end(b, (int)l, PAR_BWD);
 }
@@ -134,6 +138,7 @@ static uint32_t p2p(struct builder *b, int send, int act, uint32_t peer, uint32_
 			       : (act ? STREAM_RECV_PREV : STREAM_RECV_NEXT);
 	uint32_t i = send ? sim_program_send(b->prog, stream, name, SLOT_PP, peer, bytes)
 			  : sim_program_recv(b->prog, stream, name, SLOT_PP, peer, bytes);
+	par_b_label(b, act ? SIM_PHASE_FWD : SIM_PHASE_BWD, 1, NULL);
 	sim_program_tag(b->prog, act ? TAG_ACT : TAG_GRAD);
 	if (after != NO_OP)
 		sim_program_dep(b->prog, after);

@@ -67,6 +67,8 @@ void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, i
 			o->name, sim_coll_op_name(r->op));
 		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
 		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
-		par_b_wait(b, par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute));
+		uint32_t c = par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute);
+		par_b_label(b, par_b_phase(ph, o), 1, NULL);
+		par_b_wait(b, c);
 	}
 }

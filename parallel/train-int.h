@@ -61,6 +61,13 @@ struct builder {
 	double params;               /* parameters this rank holds         */
 	unsigned mb, nmb;            /* micro-batch being built; how many  */
 	unsigned chunk;              /* model chunk being built            */
+	int layer;                   /* layer whose kernels are being
+				      * appended, or -1 (their label)      */
+	enum sim_phase sub_phase;    /* the phase of the kernel cp.c or
+				      * moe_step.c builds in place of the
+				      * model's (its label)                */
+	int recomputing;             /* moe_step.c's experts of a recomputed
+				      * forward are being appended         */
 	int reduce;                  /* this micro-batch reduces gradients */
 	double grad_elem;            /* bytes per gradient element         */
 	/* The ops the next compute op waits for (par_b_wait): a pipeline
@@ -107,6 +114,14 @@ uint32_t par_b_vstage(const struct builder *b, unsigned chunk);
 void par_b_stage_range(const struct builder *b, uint32_t vs, uint32_t *first, uint32_t *count);
 /* "mb3" or "mb3.c1": which micro-batch (and chunk) an op belongs to. */
 void par_b_mb_label(const struct builder *b, char *buf, size_t len);
+/* Label the op just appended (sim_program_label): phase ph, the kernel it
+ * runs (NULL: none) and, when `placed`, where the pass is: the layer being
+ * built (b->layer), the micro-batch and (interleaved) chunk. An op is
+ * placed when it belongs to one micro-batch (its name then carries the
+ * micro-batch, as par_b_mb_label writes it); a gradient bucket is not. */
+void par_b_label(struct builder *b, enum sim_phase ph, int placed, const char *kernel);
+/* The phase of a kernel of pass ph: a recomputed forward's in a backward. */
+enum sim_phase par_b_phase(enum par_phase ph, const struct par_op *o);
 /* The compute op just appended waits for what the builder holds for it. */
 void par_b_take_waits(struct builder *b);
 /* Append model ops (or the first n of the scratch list) to the compute

@@ -642,6 +642,7 @@ static struct sim_op *program_add(struct sim_program *prog, enum sim_op_kind kin
 		.pos = prog->stream_n[stream],
 		.dep0 = prog->ndeps,
 		.name = prog->names[prog->nnames++],
+		.layer = -1, .mb = -1, .chunk = -1,
 	};
 	prog->stream_ops[stream][prog->stream_n[stream]++] = prog->nops++;
 	if (stream + 1 > prog->nstreams)
@@ -728,6 +729,31 @@ void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes)
 	prog->ops[prog->nops - 1].mem_cat = (uint8_t)cat;
 	prog->ops[prog->nops - 1].mem_bytes = bytes;
 	prog->sealed = 0;
+}
+
+void sim_program_label(struct sim_program *prog, const struct sim_op_label *l)
+{
+	BUG_ON(prog->nops == 0 || l->phase >= SIM_PHASE_N);
+	struct sim_op *op = &prog->ops[prog->nops - 1];
+	op->phase = l->phase;
+	op->layer = l->layer;
+	op->mb = l->mb;
+	op->chunk = l->chunk;
+	op->kernel = l->kernel;
+}
+
+struct sim_op_label sim_op_label_of(const struct sim_op *op)
+{
+	return (struct sim_op_label){ .layer = op->layer, .mb = op->mb, .chunk = op->chunk,
+				      .phase = op->phase, .kernel = op->kernel };
+}
+
+const char *sim_phase_name(enum sim_phase p)
+{
+	static const char *const names[SIM_PHASE_N] = {
+		[SIM_PHASE_FWD] = "fwd", [SIM_PHASE_BWD] = "bwd", [SIM_PHASE_RECOMPUTE] = "recompute",
+	};
+	return (unsigned)p < SIM_PHASE_N ? names[p] : NULL;
 }
 
 void sim_program_dep(struct sim_program *prog, uint32_t dep)

@@ -217,6 +217,32 @@ const char *sim_op_kind_name(enum sim_op_kind kind);
  * the time and its compute and exposed-communication totals (mark_*). */
 #define SIM_OP_MARK 1u
 
+/* The phase of a training step an op belongs to (its label). */
+enum sim_phase {
+	SIM_PHASE_NONE,       /* none: the optimizer, gradient buckets, ...    */
+	SIM_PHASE_FWD,        /* a forward pass                                */
+	SIM_PHASE_BWD,        /* a backward pass                               */
+	SIM_PHASE_RECOMPUTE,  /* a forward recomputed in the backward          */
+	SIM_PHASE_N
+};
+/* "fwd", "bwd", "recompute"; NULL for none. */
+const char *sim_phase_name(enum sim_phase p);
+
+/*
+ * What an op is part of, for the tools: the store records it as columns
+ * (docs/schema.md) and pictures colour by it; the engine never reads it.
+ * The writer of a program sets it on the op just added
+ * (sim_program_label); an op without one has SIM_NO_LABEL.
+ */
+struct sim_op_label {
+	int32_t layer;       /* transformer layer, or -1                        */
+	int16_t mb;          /* micro-batch, or -1                              */
+	int16_t chunk;       /* model chunk of an interleaved pipeline, or -1   */
+	uint8_t phase;       /* enum sim_phase                                  */
+	const char *kernel;  /* the kernel it runs (a static string), or NULL  */
+};
+#define SIM_NO_LABEL ((struct sim_op_label){ .layer = -1, .mb = -1, .chunk = -1 })
+
 /*
  * One op of a program. Ops of one stream run in program order; an op may also
  * wait for ops of other streams of the same rank (deps). Cross-rank ordering
@@ -231,6 +257,7 @@ struct sim_op {
 	uint8_t mem_cat;     /* memory category mem_bytes changes               */
 	uint8_t flags;       /* SIM_OP_MARK                                     */
 	uint8_t tag;         /* SEND/RECV: pairs match by (src, dst, tag)       */
+	uint8_t phase;       /* its label (struct sim_op_label): enum sim_phase */
 	uint16_t ndeps;
 	uint32_t pos;        /* position within its stream                      */
 	uint32_t dep0;       /* first of ndeps entries in the program's deps    */
@@ -241,6 +268,9 @@ struct sim_op {
 	double flops;        /* COMPUTE: recorded, not used for time            */
 	double bytes;        /* COMPUTE: memory traffic; COLL: n; SEND: message */
 	double mem_bytes;    /* allocated (> 0) or freed (< 0) when it finishes */
+	int32_t layer;       /* the rest of its label                           */
+	int16_t mb, chunk;
+	const char *kernel;
 };
 
 /*
@@ -308,6 +338,11 @@ void sim_program_dep(struct sim_program *prog, uint32_t dep);
 /* The most recently added op allocates (bytes > 0) or frees memory of a
  * category when it finishes. */
 void sim_program_mem(struct sim_program *prog, unsigned cat, double bytes);
+/* Label the most recently added op (what it is part of: layer, micro-batch,
+ * chunk, phase, kernel). */
+void sim_program_label(struct sim_program *prog, const struct sim_op_label *l);
+/* An op's label. */
+struct sim_op_label sim_op_label_of(const struct sim_op *op);
 
 /* ---- the simulation ---------------------------------------------------- */
 

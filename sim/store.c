@@ -105,6 +105,11 @@ static const char store_schema[] =
 	"  name TEXT,\n"
 	"  bytes REAL,\n"
 	"  flops REAL,\n"
+	"  layer INTEGER,\n"
+	"  mb INTEGER,\n"
+	"  chunk INTEGER,\n"
+	"  phase TEXT,\n"
+	"  kernel TEXT,\n"
 	"  PRIMARY KEY (run_id, op)) WITHOUT ROWID;\n"
 	"CREATE TABLE IF NOT EXISTS timeline (\n"
 	"  stream INTEGER,\n"
@@ -121,9 +126,9 @@ static const char store_schema[] =
 	"CREATE TRIGGER IF NOT EXISTS timeline_blocks_delete AFTER DELETE ON timeline_blocks\n"
 	"  BEGIN DELETE FROM timeline WHERE rowid BETWEEN OLD.first_row AND OLD.last_row; END;\n"
 	"CREATE VIEW IF NOT EXISTS ops (run_id, rank, stream, kind, name, start_ps, end_ps,\n"
-	"    bytes, flops, id) AS\n"
+	"    bytes, flops, id, layer, mb, chunk, phase, kernel) AS\n"
 	"  SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps,\n"
-	"         d.bytes, d.flops, t.rowid\n"
+	"         d.bytes, d.flops, t.rowid, d.layer, d.mb, d.chunk, d.phase, d.kernel\n"
 	"  FROM timeline_blocks b\n"
 	"  CROSS JOIN timeline t ON t.rowid BETWEEN b.first_row AND b.last_row\n"
 	"  CROSS JOIN op_defs d ON d.run_id = b.run_id AND d.op = t.op;\n"
@@ -258,8 +263,8 @@ static const char *const store_sql[STMT_N] = {
 	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu, tp, cp, pp, dp,"
 			     " ep, compute_ps, exposed_comm_ps, idle_ps, end_ps, peak_bytes,"
 			     " ops_stored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	[STMT_INSERT_DEF] = "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops)"
-			    " VALUES (?, ?, ?, ?, ?, ?)",
+	[STMT_INSERT_DEF] = "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops, layer,"
+			    " mb, chunk, phase, kernel) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_TL] = "INSERT INTO timeline (stream, op, start_ps, end_ps) VALUES (?, ?, ?, ?)",
 	[STMT_INSERT_TL_MULTI] = NULL,  /* built by store_prepare: STORE_MULTI_ROWS rows */
 	[STMT_INSERT_BLOCK] = "INSERT INTO timeline_blocks (run_id, rank, first_row, last_row)"
@@ -348,6 +353,7 @@ struct store_def {
 	uint32_t stream;
 	double bytes, flops;
 	char *name;
+	struct sim_op_label label;
 };
 
 struct store_defs {
@@ -450,6 +456,15 @@ static void bind_text(sqlite3_stmt *s, int i, const char *text)
 {
 	if (text)
 		sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* v, or NULL when it is negative (a label's "none"). */
+static void bind_int_or_null(sqlite3_stmt *s, int i, int64_t v)
+{
+	if (v >= 0)
+		sqlite3_bind_int64(s, i, v);
 	else
 		sqlite3_bind_null(s, i);
 }
@@ -594,6 +609,49 @@ static int store_identify(struct sim_store *st, const char *path, int *version, 
 			 path, app, *version, objects);
 }
 
+/* PRAGMA user_version (-1 if it cannot be read). */
+static int store_user_version(struct sim_store *st)
+{
+	sqlite3_stmt *s;
+	int v = -1;
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/*
+ * A database of version 3 or 4 (before the ops' labels): the op_defs
+ * columns it lacks, and the ops view dropped for store_schema to make it
+ * again with them. Its earlier runs' ops have NULL labels; the readers
+ * derive them from the names (store_read.c). Inside the schema's
+ * transaction; 0 or -1.
+ */
+static int store_migrate_labels(struct sim_store *st)
+{
+	static const char *const cols[] = { "layer INTEGER", "mb INTEGER", "chunk INTEGER",
+					    "phase TEXT", "kernel TEXT" };
+	for (size_t i = 0; i < ARRAY_SIZE(cols); i++) {
+		char sql[160];
+		size_t n = strcspn(cols[i], " ");
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM pragma_table_info('op_defs') "
+			 "WHERE name = '%.*s'", (int)n, cols[i]);
+		sqlite3_stmt *s;
+		int have = 0;
+		if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+			return store_db_err(st, "adding the ops' labels");
+		if (sqlite3_step(s) == SQLITE_ROW)
+			have = sqlite3_column_int(s, 0);
+		sqlite3_finalize(s);
+		snprintf(sql, sizeof(sql), "ALTER TABLE op_defs ADD COLUMN %s", cols[i]);
+		if (!have && store_exec(st, sql, "adding the ops' labels") < 0)
+			return -1;
+	}
+	return store_exec(st, "DROP VIEW IF EXISTS ops", "adding the ops' labels");
+}
+
 /* Check whose file it is and its schema version, set the pragmas, create
  * the tables if new (and the application_id if missing). */
 static int store_schema_init(struct sim_store *st, const char *path)
@@ -601,8 +659,9 @@ static int store_schema_init(struct sim_store *st, const char *path)
 	int version = 0, has_id = 0;
 	if (store_identify(st, path, &version, &has_id) < 0)
 		return -1;
-	/* Version 3 lacks only the jobs tables: creating the schema adds them. */
-	if (version != 0 && version != 3 && version != SIM_STORE_SCHEMA_VERSION) {
+	/* Version 3 lacks the jobs tables, which creating the schema adds, and
+	 * versions 3 and 4 the ops' labels, which store_migrate_labels adds. */
+	if (version != 0 && version != 3 && version != 4 && version != SIM_STORE_SCHEMA_VERSION) {
 		st->fail = SIM_STORE_NOT_OURS;
 		return store_err(st, "%s: database schema version %d, but this clustersim "
 				 "(%s) reads and writes version %d; use a new database file",
@@ -617,7 +676,11 @@ static int store_schema_init(struct sim_store *st, const char *path)
 		return 0;
 	if (store_exec_retry(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
 		return -1;
-	if (store_exec(st, store_schema, "creating the schema") < 0 ||
+	/* Read again under the write lock: another writer may have migrated. */
+	if (version == 3 || version == 4)
+		version = store_user_version(st);
+	if (((version == 3 || version == 4) && store_migrate_labels(st) < 0) ||
+	    store_exec(st, store_schema, "creating the schema") < 0 ||
 	    store_exec(st, "COMMIT", "creating the schema") < 0) {
 		store_rollback(st);
 		return -1;
@@ -787,7 +850,9 @@ static int def_matches(const struct store_def *d, const struct sim_op *op)
 {
 	return d->op == op && d->kind == op->kind && d->stream == op->stream &&
 	       d->bytes == op->bytes && d->flops == op->flops &&
-	       strcmp(d->name, op->name ? op->name : "") == 0;
+	       strcmp(d->name, op->name ? op->name : "") == 0 && d->label.layer == op->layer &&
+	       d->label.mb == op->mb && d->label.chunk == op->chunk &&
+	       d->label.phase == op->phase && d->label.kernel == op->kernel;
 }
 
 static void defs_clear(struct store_defs *m)
@@ -840,6 +905,7 @@ static int64_t store_def_of(struct sim_store *st, const struct sim_op *op)
 	*d = (struct store_def){
 		.op = op, .id = m->next_id++, .kind = op->kind, .stream = op->stream,
 		.bytes = op->bytes, .flops = op->flops, .name = xstrdup(op->name ? op->name : ""),
+		.label = sim_op_label_of(op),
 	};
 	sqlite3_stmt *q = st->stmt[STMT_INSERT_DEF];
 	sqlite3_bind_int64(q, 2, d->id);
@@ -847,6 +913,11 @@ static int64_t store_def_of(struct sim_store *st, const struct sim_op *op)
 	bind_text(q, 4, d->name);
 	sqlite3_bind_double(q, 5, op->bytes);
 	sqlite3_bind_double(q, 6, op->kind == SIM_OP_COMPUTE ? op->flops : 0.0);
+	bind_int_or_null(q, 7, op->layer);
+	bind_int_or_null(q, 8, op->mb);
+	bind_int_or_null(q, 9, op->chunk);
+	bind_text(q, 10, sim_phase_name((enum sim_phase)op->phase));
+	bind_text(q, 11, op->kernel);
 	if (store_row(st, q, "recording an op definition") < 0)
 		return -1;
 	return d->id;

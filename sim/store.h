@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 4
+#define SIM_STORE_SCHEMA_VERSION 5
 
 /* PRAGMA application_id of every clustersim database: 0x434c534d, "CLSM"
  * in ASCII (decimal, as the pragma is written). */

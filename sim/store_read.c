@@ -287,7 +287,98 @@ struct sim_store_ops {
 	enum sim_store_ops_order order;
 	sqlite3_stmt *q;
 	int rank;             /* SIM_STORE_BY_STREAM: the rank read */
+	int derive;           /* labels from the names (an older run) */
 };
+
+/* ---- labels of runs written before them --------------------------------------------- */
+
+/* The number after prefix p filling token t of length n ("mb12"), or -1. */
+static int tok_num(const char *t, size_t n, const char *p)
+{
+	size_t lp = strlen(p);
+	if (n <= lp || n > lp + 6 || strncmp(t, p, lp))
+		return -1;
+	int v = 0;
+	for (size_t i = lp; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return -1;
+		v = v * 10 + (t[i] - '0');
+	}
+	return v;
+}
+
+static int tok_is(const char *t, size_t n, const char *word)
+{
+	return n == strlen(word) && !strncmp(t, word, n);
+}
+
+/*
+ * A label from an op's name, as schema version 4 and earlier wrote names
+ * (dot-separated tokens): "L<n>" the layer, ".mb<M>" the micro-batch, a
+ * ".c<C>" right after it the model chunk; "fwd", "bwd" and "bwd.re" the
+ * phase of a compute op.
+ */
+static void label_from_name(struct sim_store_op *op)
+{
+	int compute = op->kind && !strcmp(op->kind, "compute"), after_mb = 0, after_bwd = 0;
+	for (const char *t = op->name ? op->name : ""; *t;) {
+		size_t n = strcspn(t, ".");
+		int mb = tok_num(t, n, "mb"), layer = tok_num(t, n, "L");
+		if (after_mb && op->chunk < 0)
+			op->chunk = tok_num(t, n, "c");
+		if (compute && tok_is(t, n, "fwd") && op->phase == SIM_PHASE_NONE)
+			op->phase = SIM_PHASE_FWD;
+		else if (compute && tok_is(t, n, "bwd") && op->phase == SIM_PHASE_NONE)
+			op->phase = SIM_PHASE_BWD;
+		else if (after_bwd && tok_is(t, n, "re"))
+			op->phase = SIM_PHASE_RECOMPUTE;
+		after_bwd = compute && tok_is(t, n, "bwd");
+		after_mb = mb >= 0;
+		if (mb >= 0 && op->mb < 0)
+			op->mb = mb;
+		if (layer >= 0 && op->layer < 0)
+			op->layer = layer;
+		t += n + (t[n] == '.');
+	}
+}
+
+/* Does the database have the labels' columns (schema version 5 on), and
+ * does run hold any label (a run from before the migration has none)? */
+static int run_labelled(struct sim_store_read *r, int64_t run)
+{
+	sqlite3_stmt *q = prepare(r, "SELECT EXISTS (SELECT 1 FROM op_defs WHERE run_id = ?1 "
+				     "AND (phase IS NOT NULL OR mb IS NOT NULL OR layer IS NOT NULL "
+				     "OR kernel IS NOT NULL))");
+	if (!q)
+		return 0;  /* no such column: an older database */
+	sqlite3_bind_int64(q, 1, run);
+	int yes = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	return yes;
+}
+
+static int has_label_columns(struct sim_store_read *r)
+{
+	sqlite3_stmt *q = prepare(r, "SELECT count(*) FROM pragma_table_info('op_defs') "
+				     "WHERE name = 'phase'");
+	int yes = q && sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
+	sqlite3_finalize(q);
+	return yes;
+}
+
+static enum sim_phase phase_of(const char *name)
+{
+	for (int p = SIM_PHASE_FWD; name && p < SIM_PHASE_N; p++)
+		if (!strcmp(name, sim_phase_name((enum sim_phase)p)))
+			return (enum sim_phase)p;
+	return SIM_PHASE_NONE;
+}
+
+/* Column i of q as an int, or -1 for NULL. */
+static int int_or_none(sqlite3_stmt *q, int i)
+{
+	return sqlite3_column_type(q, i) == SQLITE_NULL ? -1 : sqlite3_column_int(q, i);
+}
 
 struct sim_store_ops *sim_store_ops_open(struct sim_store_read *r,
 					 const struct sim_store_window *w,
@@ -295,13 +386,20 @@ struct sim_store_ops *sim_store_ops_open(struct sim_store_read *r,
 {
 	/* One query a rank by stream: the index (run_id, rank, first_row) finds
 	 * its blocks, SQLite sorts them by stream; ops that end before the window
-	 * are read and skipped. */
-	sqlite3_stmt *q = prepare(r, order == SIM_STORE_BY_RANK
-		? "SELECT rank, stream, kind, name, start_ps, end_ps, bytes, flops FROM ops "
-		  OPS_WHERE "ORDER BY rank, start_ps, id"
-		: "SELECT stream, kind, name, start_ps, end_ps FROM ops WHERE run_id = ?1 AND "
-		  "rank = ?2 AND start_ps < ?4 AND end_ps > ?3 AND end_ps > start_ps "
-		  "ORDER BY stream, start_ps, id");
+	 * are read and skipped. An older database has no label columns. */
+	int columns = has_label_columns(r);
+	const char *labels = columns ? ", layer, mb, chunk, phase, kernel"
+				     : ", NULL, NULL, NULL, NULL, NULL";
+	char sql[512];
+	if (order == SIM_STORE_BY_RANK)
+		snprintf(sql, sizeof(sql), "SELECT rank, stream, kind, name, start_ps, end_ps, bytes, "
+			 "flops%s FROM ops " OPS_WHERE "ORDER BY rank, start_ps, id", labels);
+	else
+		snprintf(sql, sizeof(sql), "SELECT stream, kind, name, start_ps, end_ps%s FROM ops "
+			 "WHERE run_id = ?1 AND rank = ?2 AND start_ps < ?4 AND end_ps > ?3 AND "
+			 "end_ps > start_ps ORDER BY stream, start_ps, id", labels);
+	int derive = !columns || !run_labelled(r, w->run);
+	sqlite3_stmt *q = prepare(r, sql);
 	if (!q)
 		return NULL;
 	if (order == SIM_STORE_BY_RANK) {
@@ -312,7 +410,7 @@ struct sim_store_ops *sim_store_ops_open(struct sim_store_read *r,
 		sqlite3_bind_int64(q, 4, w->to_ps);
 	}
 	struct sim_store_ops *c = xcalloc(1, sizeof(*c));
-	*c = (struct sim_store_ops){ .r = r, .w = w, .order = order, .q = q };
+	*c = (struct sim_store_ops){ .r = r, .w = w, .order = order, .q = q, .derive = derive };
 	return c;
 }
 
@@ -321,6 +419,20 @@ void sim_store_ops_rank(struct sim_store_ops *c, int rank)
 	sqlite3_reset(c->q);
 	sqlite3_bind_int(c->q, 2, rank);
 	c->rank = rank;
+}
+
+/* The label columns of q from column i on (layer, mb, chunk, phase,
+ * kernel), or from the name for an older run. */
+static void read_label(const struct sim_store_ops *c, int i, struct sim_store_op *op)
+{
+	sqlite3_stmt *q = c->q;
+	op->layer = int_or_none(q, i);
+	op->mb = int_or_none(q, i + 1);
+	op->chunk = int_or_none(q, i + 2);
+	op->phase = phase_of((const char *)sqlite3_column_text(q, i + 3));
+	op->kernel = (const char *)sqlite3_column_text(q, i + 4);
+	if (c->derive)
+		label_from_name(op);
 }
 
 /* The row of q in *op: column i of the BY_RANK query is column i - 1 of
@@ -339,6 +451,7 @@ int sim_store_ops_next(struct sim_store_ops *c, struct sim_store_op *op)
 		op->start_ps = sqlite3_column_int64(q, 3);
 		op->end_ps = sqlite3_column_int64(q, 4);
 		op->bytes = op->flops = NAN;
+		read_label(c, 5, op);
 		return 1;
 	}
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -353,6 +466,7 @@ int sim_store_ops_next(struct sim_store_ops *c, struct sim_store_op *op)
 		op->end_ps = sqlite3_column_int64(q, 5);
 		op->bytes = real_or_nan(q, 6);
 		op->flops = real_or_nan(q, 7);
+		read_label(c, 8, op);
 		return 1;
 	}
 	return rc == SQLITE_DONE ? 0 : read_fail(c->r);

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/sim.h"
+
 struct sim_store_read;
 
 enum {
@@ -109,6 +111,13 @@ struct sim_store_op {
 	const char *kind, *name;   /* NULL when not recorded       */
 	int64_t start_ps, end_ps;
 	double bytes, flops;       /* NAN when not recorded        */
+	/* Its label (struct sim_op_label): -1, SIM_PHASE_NONE and NULL for
+	 * none. A run written before the labels (schema version 4 and
+	 * earlier) has them derived from its names as those versions wrote
+	 * them (docs/schema.md). */
+	int layer, mb, chunk;
+	enum sim_phase phase;
+	const char *kernel;
 };
 
 /* The order of a cursor over the window's ops. */

@@ -60,10 +60,10 @@ static const struct {
 };
 #define IDLE_FILL "#e9d8f5"
 
-/* What an op's name says about it: its phase, micro-batch and chunk. */
+/* What an op's label says about it: its phase, micro-batch and chunk. */
 struct opkey {
 	enum phase ph;
-	int mb, chunk;        /* -1 when the name has none */
+	int mb, chunk;        /* -1 when it has none */
 };
 
 /* Ops merged into one box. */
@@ -186,57 +186,21 @@ int gantt_ranks_parse(const char *text, int **ranks, size_t *n, char *err, size_
 
 /* ---- what an op is --------------------------------------------------------------- */
 
-/* The number after prefix p filling token t of length n ("mb12"), or -1. */
-static int tok_num(const char *t, size_t n, const char *p)
+/* An op's box class from its kind and label (sim_store_op: the store
+ * derives the labels of runs written before them from their names). */
+static struct opkey op_key(const struct sim_store_op *op)
 {
-	size_t lp = strlen(p);
-	if (n <= lp || n > lp + 6 || strncmp(t, p, lp))
-		return -1;
-	int v = 0;
-	for (size_t i = lp; i < n; i++) {
-		if (t[i] < '0' || t[i] > '9')
-			return -1;
-		v = v * 10 + (t[i] - '0');
-	}
-	return v;
+	static const enum phase by_phase[SIM_PHASE_N] = {
+		[SIM_PHASE_NONE] = PH_OTHER, [SIM_PHASE_FWD] = PH_FWD,
+		[SIM_PHASE_BWD] = PH_BWD, [SIM_PHASE_RECOMPUTE] = PH_RE,
+	};
+	int compute = op->kind && !strcmp(op->kind, "compute");
+	return (struct opkey){
+		.ph = !compute ? PH_COMM : (unsigned)op->phase < SIM_PHASE_N ? by_phase[op->phase]
+									    : PH_OTHER,
+		.mb = op->mb, .chunk = op->chunk,
+	};
 }
-
-static int tok_is(const char *t, size_t n, const char *word)
-{
-	return n == strlen(word) && !strncmp(t, word, n);
-}
-
-/*
- * Classify an op by kind and name. Names are dot-separated tokens
- * (docs/parallelism.md): ".mb<M>" is the micro-batch, a ".c<C>" right after
- * it the model chunk; "fwd", "bwd" and "bwd.re" give the phase of compute.
- */
-static struct opkey op_key(const char *kind, const char *name)
-{
-	struct opkey k = { .ph = PH_OTHER, .mb = -1, .chunk = -1 };
-	int compute = !strcmp(kind, "compute"), after_mb = 0, after_bwd = 0;
-	for (const char *t = name; *t;) {
-		size_t n = strcspn(t, ".");
-		int mb = tok_num(t, n, "mb");
-		if (after_mb && k.chunk < 0)
-			k.chunk = tok_num(t, n, "c");
-		if (compute && tok_is(t, n, "fwd") && k.ph == PH_OTHER)
-			k.ph = PH_FWD;
-		else if (compute && tok_is(t, n, "bwd") && k.ph == PH_OTHER)
-			k.ph = PH_BWD;
-		else if (after_bwd && tok_is(t, n, "re"))
-			k.ph = PH_RE;
-		after_bwd = compute && tok_is(t, n, "bwd");
-		after_mb = mb >= 0;
-		if (mb >= 0 && k.mb < 0)
-			k.mb = mb;
-		t += n + (t[n] == '.');
-	}
-	if (!compute)
-		k.ph = PH_COMM;
-	return k;
-}
-
 
 /* ---- XML text ---------------------------------------------------------------------- */
 
@@ -742,7 +706,7 @@ static int write_rank(struct gantt *g, struct sim_store_ops *q, size_t i, size_t
 		const char *kind = op.kind ? op.kind : "";
 		const char *name = op.name ? op.name : "";
 		row_hint(&g->rows[k], kind, name);
-		box_add(g, &g->rows[k], &b, op_key(kind, name), name, op.start_ps, op.end_ps);
+		box_add(g, &g->rows[k], &b, op_key(&op), name, op.start_ps, op.end_ps);
 	}
 	row_close(g, k, &b);
 	return rc == 0 ? GANTT_OK : db_fail(g);

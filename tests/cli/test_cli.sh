@@ -72,7 +72,7 @@ t_row=$(sqlite3 "$T/r.db" "SELECT printf('%.6f', time_s*1e6) FROM collective_res
 "$CS" export "$T/r.db" --csv "$T/ops.csv" 2>"$T/err" && ok "export --csv" || bad "export: $(cat "$T/err")"
 lines=$(wc -l < "$T/ops.csv")
 [ "$lines" = 49 ] && ok "CSV has a header and 48 rows" || bad "CSV lines: $lines"
-head -1 "$T/ops.csv" | grep -q '^run_id,rank,stream,kind,name,start_ps,end_ps,bytes,flops,id$' &&
+head -1 "$T/ops.csv" | grep -q '^run_id,rank,stream,kind,name,start_ps,end_ps,bytes,flops,id,layer,mb,chunk,phase,kernel$' &&
 	ok "CSV header" || bad "CSV header: $(head -1 "$T/ops.csv")"
 "$CS" export "$T/r.db" --table links --run 2 --csv - | head -1 | grep -q '^run_id,link,name' &&
 	ok "export --table links" || bad "export --table links"

@@ -226,6 +226,128 @@ START_TEST(refused_program_not_built)
 }
 END_TEST
 
+/* ---- labels -------------------------------------------------------------- */
+
+/* The number after prefix p filling token t of length n ("mb12"), or -1. */
+static int tok_num(const char *t, size_t n, const char *p)
+{
+	size_t lp = strlen(p);
+	if (n <= lp || strncmp(t, p, lp))
+		return -1;
+	int v = 0;
+	for (size_t i = lp; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return -1;
+		v = v * 10 + (t[i] - '0');
+	}
+	return v;
+}
+
+/* What an op's name says (layer "L<n>", "mb<m>", a "c<c>" right after it,
+ * "fwd", "bwd", "bwd.re"), to hold its label against. */
+struct said {
+	int layer, mb, chunk, fwd, bwd, re;
+};
+
+static struct said name_says(const char *name)
+{
+	struct said s = { -1, -1, -1, 0, 0, 0 };
+	int after_mb = 0, after_bwd = 0;
+	for (const char *t = name; *t;) {
+		size_t n = strcspn(t, ".");
+		int mb = tok_num(t, n, "mb"), layer = tok_num(t, n, "L");
+		if (after_mb && s.chunk < 0)
+			s.chunk = tok_num(t, n, "c");
+		if (n == 3 && !strncmp(t, "fwd", 3))
+			s.fwd = 1;
+		if (n == 3 && !strncmp(t, "bwd", 3))
+			s.bwd = 1;
+		if (after_bwd && n == 2 && !strncmp(t, "re", 2))
+			s.re = 1;
+		after_bwd = n == 3 && !strncmp(t, "bwd", 3);
+		after_mb = mb >= 0;
+		if (mb >= 0 && s.mb < 0)
+			s.mb = mb;
+		if (layer >= 0 && s.layer < 0)
+			s.layer = layer;
+		t += n + (t[n] == '.');
+	}
+	return s;
+}
+
+/*
+ * Every op of every program of a step: its label says what its name says
+ * (names are derived from labels; a memory marker's short name leaves its
+ * layer out). The phase of a kernel recomputed in
+ * place of the model's (ring attention, an MoE layer's experts) is
+ * recompute where its name says fwd; compute ops of a pass have a kernel.
+ */
+static void labels_agree(const char *const *extra, size_t n, unsigned *checked)
+{
+	struct fixture f;
+	setup(&f, extra, n);
+	struct par_step s;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	for (uint32_t st = 0; st < s.d.pp; st++)
+		for (uint32_t ci = 0; ci < s.d.cp; ci++) {
+			const struct sim_program *p = par_step_program(&s, st, ci, NULL);
+			for (uint32_t i = 0; i < p->nops; i++) {
+				const struct sim_op *o = &p->ops[i];
+				struct said w = name_says(o->name);
+				/* A memory marker (no time) inside a layer has its layer in
+				 * the label, not in its short name. */
+				int marker = o->kind == SIM_OP_COMPUTE && o->dur_ps == 0 &&
+					     o->flops == 0;
+				if (marker && w.layer < 0)
+					w.layer = o->layer;
+				ck_assert_msg(o->mb == w.mb && o->chunk == w.chunk && o->layer == w.layer,
+					      "%s: label layer %d mb %d chunk %d", o->name, o->layer,
+					      o->mb, o->chunk);
+				if (o->kind != SIM_OP_COMPUTE || (!w.fwd && !w.bwd)) {
+					(*checked)++;
+					continue;
+				}
+				enum sim_phase want = w.re ? SIM_PHASE_RECOMPUTE
+						    : w.bwd ? SIM_PHASE_BWD : SIM_PHASE_FWD;
+				ck_assert_msg(o->phase == want || (want == SIM_PHASE_FWD &&
+								   o->phase == SIM_PHASE_RECOMPUTE),
+					      "%s: phase %s", o->name,
+					      sim_phase_name((enum sim_phase)o->phase));
+				ck_assert_msg(o->kernel && strstr(o->name, o->kernel), "%s: kernel %s",
+					      o->name, o->kernel ? o->kernel : "none");
+				(*checked)++;
+			}
+		}
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+}
+
+START_TEST(labels_agree_with_names)
+{
+	static const char *const inter[] = { "parallel.schedule=interleaved", "parallel.vpp=2",
+					     "parallel.cp=1", "parallel.sp=true",
+					     "training.recompute=full" };
+	static const char *const ring[] = { "parallel.pp=1", "parallel.tp=1", "parallel.cp=8",
+					    "training.recompute=full", "training.seq=8192" };
+	static const char *const ulysses[] = { "parallel.pp=1", "parallel.cp=2",
+					       "parallel.cp_algo=ulysses" };
+	static const char *const zero3[] = { "parallel.pp=1", "parallel.cp=1", "parallel.tp=1",
+					     "parallel.zero=3" };
+	static const char *const moe[] = { "model.moe.experts=4", "model.moe.top_k=2",
+					   "parallel.pp=1", "parallel.cp=1", "parallel.tp=2",
+					   "parallel.ep=2", "training.recompute=full" };
+	unsigned checked = 0;
+	labels_agree(NULL, 0, &checked);
+	labels_agree(moe, ARRAY_SIZE(moe), &checked);
+	labels_agree(inter, ARRAY_SIZE(inter), &checked);
+	labels_agree(ring, ARRAY_SIZE(ring), &checked);
+	labels_agree(ulysses, ARRAY_SIZE(ulysses), &checked);
+	labels_agree(zero3, ARRAY_SIZE(zero3), &checked);
+	ck_assert_uint_gt(checked, 10000);
+}
+END_TEST
+
 static Suite *step_suite(void)
 {
 	Suite *su = suite_create("step");
@@ -236,6 +358,7 @@ static Suite *step_suite(void)
 	tcase_add_test(t, resolve_refuses);
 	tcase_add_test(t, programs_built_once);
 	tcase_add_test(t, refused_program_not_built);
+	tcase_add_test(t, labels_agree_with_names);
 	suite_add_tcase(su, t);
 	return su;
 }

@@ -105,6 +105,7 @@ static void fake_op(struct sim_store *st, uint32_t rank, enum sim_op_kind kind,
 		.dur_ps = end - start,
 		.flops = flops,
 		.bytes = bytes,
+		.layer = -1, .mb = -1, .chunk = -1,
 	};
 	sim_store_recorder.op_done(st, rank, &op, start, end);
 }
@@ -577,7 +578,7 @@ START_TEST(test_jobs_rows)
 END_TEST
 
 /* A file of schema version 3 (before the jobs tables) opens: it gains them
- * and becomes version 4, its runs untouched. */
+ * and becomes the current version, its runs untouched. */
 START_TEST(test_version3_upgrade)
 {
 	struct tmp t = { .dir = "" };
@@ -598,6 +599,57 @@ START_TEST(test_version3_upgrade)
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM jobs"), 0);
 	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM job_links"), 0);
 	ck_assert_query_str(db, "complete", "SELECT status FROM runs");
+	sim_store_close(st);
+	free(path);
+	tmp_clear(&t);
+}
+END_TEST
+
+/* A file of schema version 4 (before the ops' labels) opens: op_defs gains
+ * the label columns and the ops view shows them; its runs keep NULL
+ * labels, a new run's ops have theirs. */
+START_TEST(test_version4_labels)
+{
+	struct tmp t = { .dir = "" };
+	tmp_init(&t, "test_store");
+	char *path = tmp_path(&t, "v4.db");
+	struct sim_store *st = open_ok(path);
+	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run x.yaml", "{}", "flow", 1), 0);
+	fake_op(st, 0, SIM_OP_COMPUTE, "L1.mb0.fwd.qkv", 0, 10, 1, 1);
+	ck_assert_int_eq(sim_store_run_end(st, 10, 1, 0.1), 0);
+	sim_store_close(st);
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"DROP VIEW ops; ALTER TABLE op_defs DROP COLUMN layer; "
+		"ALTER TABLE op_defs DROP COLUMN mb; ALTER TABLE op_defs DROP COLUMN chunk; "
+		"ALTER TABLE op_defs DROP COLUMN phase; ALTER TABLE op_defs DROP COLUMN kernel; "
+		"CREATE VIEW ops (run_id, rank, stream, kind, name, start_ps, end_ps, bytes, flops, "
+		"id) AS SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps, "
+		"d.bytes, d.flops, t.rowid FROM timeline_blocks b CROSS JOIN timeline t ON "
+		"t.rowid BETWEEN b.first_row AND b.last_row CROSS JOIN op_defs d ON "
+		"d.run_id = b.run_id AND d.op = t.op; PRAGMA user_version = 4", NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	st = open_ok(path);
+	db = sim_store_db(st);
+	ck_assert_int_eq(q_int(db, "PRAGMA user_version"), SIM_STORE_SCHEMA_VERSION);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM pragma_table_info('ops')"), 15);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM ops WHERE run_id = 1 AND phase IS NULL "
+			       "AND name = 'L1.mb0.fwd.qkv'"), 1);
+	ck_assert_int_gt(sim_store_run_begin(st, "clustersim run x.yaml", "{}", "flow", 1), 0);
+	struct sim_op op = {
+		.kind = SIM_OP_COMPUTE, .name = "L2.mb1.fwd.qkv", .dur_ps = 10,
+		.layer = 2, .mb = 1, .chunk = -1, .phase = SIM_PHASE_FWD, .kernel = "qkv",
+	};
+	sim_store_recorder.op_done(st, 0, &op, 0, 10);
+	ck_assert_int_eq(sim_store_run_end(st, 10, 1, 0.1), 0);
+	ck_assert_query_str(db, "2|1||fwd|qkv", "SELECT layer || '|' || mb || '|' || "
+			    "ifnull(chunk, '') || '|' || phase || '|' || kernel FROM ops WHERE "
+			    "run_id = 2");
+	sim_store_close(st);
+	/* Opened again: nothing left to migrate. */
+	st = open_ok(path);
 	sim_store_close(st);
 	free(path);
 	tmp_clear(&t);
@@ -735,6 +787,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_coll_result);
 	tcase_add_test(tc, test_jobs_rows);
 	tcase_add_test(tc, test_version3_upgrade);
+	tcase_add_test(tc, test_version4_labels);
 	tcase_add_test(tc, test_last_complete);
 	suite_add_tcase(s, tc);
 

@@ -52,6 +52,7 @@ static void op_at(struct sim_store *st, uint32_t rank, uint32_t stream, const ch
 		.dur_ps = end - start,
 		.flops = 1e9 * (double)(rank + 1),
 		.bytes = 1e6,
+		.layer = -1, .mb = -1, .chunk = -1,
 	};
 	sim_store_recorder.op_done(st, rank, &op, start, end);
 }
@@ -391,9 +392,10 @@ START_TEST(test_tables)
 	struct sim_store_rows *c = sim_store_rows_open(r, table_index("ops"), id);
 	ck_assert_ptr_nonnull(c);
 	static const char *const cols[] = { "run_id", "rank", "stream", "kind", "name",
-					    "start_ps", "end_ps", "bytes", "flops", "id" };
-	ck_assert_int_eq(sim_store_rows_columns(c), 10);
-	for (size_t i = 0; i < 10; i++)
+					    "start_ps", "end_ps", "bytes", "flops", "id",
+					    "layer", "mb", "chunk", "phase", "kernel" };
+	ck_assert_int_eq(sim_store_rows_columns(c), ARRAY_SIZE(cols));
+	for (size_t i = 0; i < ARRAY_SIZE(cols); i++)
 		ck_assert_str_eq(sim_store_rows_name(c, i), cols[i]);
 	size_t rows = 0;
 	int rc;
@@ -412,6 +414,88 @@ START_TEST(test_tables)
 	c = sim_store_rows_open(r, table_index("metrics"), id + 1);
 	ck_assert_int_eq(sim_store_rows_next(c), 0);
 	sim_store_rows_close(c);
+	sim_store_read_close(r);
+	free(path);
+	tmp_clear(&t);
+}
+END_TEST
+
+/* ---- labels -------------------------------------------------------------------------------- */
+
+/* A run of two ops on rank 0: one labelled, one named as versions before
+ * the labels named ops, without a label. */
+static int64_t label_run(struct sim_store *st, int labelled)
+{
+	int64_t id = sim_store_run_begin(st, "clustersim run t.yaml", "{}", "flow", 1);
+	struct sim_op op = {
+		.kind = SIM_OP_COMPUTE, .name = "L3.mb2.c1.bwd.qkv_dx", .dur_ps = 10,
+		.layer = -1, .mb = -1, .chunk = -1,
+	};
+	if (labelled)
+		op.layer = 3, op.mb = 2, op.chunk = 1, op.phase = SIM_PHASE_BWD, op.kernel = "qkv_dx";
+	sim_store_recorder.op_done(st, 0, &op, 0, 10);
+	struct sim_op re = {
+		.kind = SIM_OP_COMPUTE, .name = "L7.mb4.bwd.re.attn", .dur_ps = 10,
+		.layer = -1, .mb = -1, .chunk = -1,
+	};
+	sim_store_recorder.op_done(st, 0, &re, 10, 20);
+	uint32_t coords[5] = { 0 };
+	ck_assert_int_eq(sim_store_rank(st, 0, 0, 0, coords, NULL), 0);
+	ck_assert_int_eq(sim_store_run_end(st, 20, 2, 0.1), 0);
+	return id;
+}
+
+/* "layer/mb/chunk/phase/kernel" of each op of run, by rank and time. */
+static void labels_text(struct sim_store_read *r, int64_t run, char *buf, size_t len)
+{
+	struct sim_store_window w = { .run = run, .from_ps = 0, .to_ps = 100 };
+	struct sim_store_ops *c = sim_store_ops_open(r, &w, SIM_STORE_BY_RANK);
+	ck_assert_ptr_nonnull(c);
+	struct sim_store_op op;
+	buf[0] = 0;
+	while (sim_store_ops_next(c, &op) == 1) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, len - n, "%s%d/%d/%d/%s/%s", n ? " " : "", op.layer, op.mb,
+			 op.chunk, op.phase ? sim_phase_name(op.phase) : "-",
+			 op.kernel ? op.kernel : "-");
+	}
+	sim_store_ops_close(c);
+}
+
+/* Labels are read as written; a run without any has them from its names,
+ * in a database of this version and in one from before the labels. */
+START_TEST(test_labels)
+{
+	struct tmp t = { .dir = "" };
+	tmp_init(&t, "test_store_read");
+	char *path = tmp_path(&t, "labels.db");
+	struct sim_store *st = open_writer(path);
+	int64_t with = label_run(st, 1), without = label_run(st, 0);
+	sim_store_close(st);
+	struct sim_store_read *r = open_reader(path);
+	char text[256];
+	labels_text(r, with, text, sizeof(text));
+	ck_assert_str_eq(text, "3/2/1/bwd/qkv_dx -1/-1/-1/-/-");
+	labels_text(r, without, text, sizeof(text));
+	ck_assert_str_eq(text, "3/2/1/bwd/- 7/4/-1/recompute/-");
+	sim_store_read_close(r);
+	/* The same file as version 4 wrote it: no label columns. */
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"DROP VIEW ops; ALTER TABLE op_defs DROP COLUMN layer; "
+		"ALTER TABLE op_defs DROP COLUMN mb; ALTER TABLE op_defs DROP COLUMN chunk; "
+		"ALTER TABLE op_defs DROP COLUMN phase; ALTER TABLE op_defs DROP COLUMN kernel; "
+		"CREATE VIEW ops (run_id, rank, stream, kind, name, start_ps, end_ps, bytes, flops, "
+		"id) AS SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps, "
+		"d.bytes, d.flops, t.rowid FROM timeline_blocks b CROSS JOIN timeline t ON "
+		"t.rowid BETWEEN b.first_row AND b.last_row CROSS JOIN op_defs d ON "
+		"d.run_id = b.run_id AND d.op = t.op; PRAGMA user_version = 4", NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	r = open_reader(path);
+	labels_text(r, with, text, sizeof(text));
+	ck_assert_str_eq(text, "3/2/1/bwd/- 7/4/-1/recompute/-");
 	sim_store_read_close(r);
 	free(path);
 	tmp_clear(&t);
@@ -630,6 +714,7 @@ static Suite *store_read_suite(void)
 	tcase_add_test(tc, test_ops_all);
 	tcase_add_test(tc, test_ops_window);
 	tcase_add_test(tc, test_tables);
+	tcase_add_test(tc, test_labels);
 	tcase_add_test(tc, test_sweeps);
 	tcase_add_test(tc, test_steps);
 	suite_add_tcase(s, tc);
