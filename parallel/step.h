@@ -73,7 +73,9 @@ struct par_step {
 
 /*
  * Resolve t: par_layout_check, then what the step cannot run beyond its
- * layout (par_train_check), then everything derived from the layout. No
+ * layout (the strategy's checks with the model and cluster, expert
+ * parallelism without experts, sim.symmetry, variability), then
+ * everything derived from the layout. No
  * program is built yet. 0, or -1 with err naming the key (s is then
  * empty; par_step_free is harmless either way).
  */

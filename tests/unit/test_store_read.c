@@ -20,6 +20,7 @@
 #include "sim/store.h"
 #include "sim/store_read.h"
 #include "tests/checkmain.h"
+#include "tests/schema_v4.h"
 #include "tests/tmpdir.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -482,15 +483,7 @@ START_TEST(test_labels)
 	/* The same file as version 4 wrote it: no label columns. */
 	sqlite3 *db;
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db,
-		"DROP VIEW ops; ALTER TABLE op_defs DROP COLUMN layer; "
-		"ALTER TABLE op_defs DROP COLUMN mb; ALTER TABLE op_defs DROP COLUMN chunk; "
-		"ALTER TABLE op_defs DROP COLUMN phase; ALTER TABLE op_defs DROP COLUMN kernel; "
-		"CREATE VIEW ops (run_id, rank, stream, kind, name, start_ps, end_ps, bytes, flops, "
-		"id) AS SELECT b.run_id, b.rank, t.stream, d.kind, d.name, t.start_ps, t.end_ps, "
-		"d.bytes, d.flops, t.rowid FROM timeline_blocks b CROSS JOIN timeline t ON "
-		"t.rowid BETWEEN b.first_row AND b.last_row CROSS JOIN op_defs d ON "
-		"d.run_id = b.run_id AND d.op = t.op; PRAGMA user_version = 4", NULL, NULL, NULL),
+	ck_assert_int_eq(sqlite3_exec(db, SCHEMA_V4_DOWNGRADE, NULL, NULL, NULL),
 		SQLITE_OK);
 	sqlite3_close(db);
 	r = open_reader(path);
