@@ -353,7 +353,7 @@ struct store_def {
 	uint32_t stream;
 	double bytes, flops;
 	char *name;
-	struct sim_op_label label;
+	uint32_t label;        /* label_hash of its label (fits the padding) */
 };
 
 struct store_defs {
@@ -846,13 +846,24 @@ static uint32_t def_hash(const struct sim_op *op)
 	return (uint32_t)k;
 }
 
+/* The label of op in 32 bits: a definition keeps this, not a copy, to tell
+ * a changed op at a known address (whose name, written from the same
+ * facts, changes with it anyway). */
+static uint32_t label_hash(const struct sim_op *op)
+{
+	uint64_t k = (uint64_t)(uint32_t)op->layer * 0x9e3779b97f4a7c15ULL;
+	k ^= ((uint64_t)(uint16_t)op->mb << 16 | (uint16_t)op->chunk) * 0xc2b2ae3d27d4eb4fULL;
+	k ^= ((uint64_t)op->phase << 56) ^ (uint64_t)(uintptr_t)op->kernel;
+	k ^= k >> 29;
+	k *= 0xff51afd7ed558ccdULL;
+	return (uint32_t)(k ^ (k >> 32));
+}
+
 static int def_matches(const struct store_def *d, const struct sim_op *op)
 {
 	return d->op == op && d->kind == op->kind && d->stream == op->stream &&
 	       d->bytes == op->bytes && d->flops == op->flops &&
-	       strcmp(d->name, op->name ? op->name : "") == 0 && d->label.layer == op->layer &&
-	       d->label.mb == op->mb && d->label.chunk == op->chunk &&
-	       d->label.phase == op->phase && d->label.kernel == op->kernel;
+	       strcmp(d->name, op->name ? op->name : "") == 0 && d->label == label_hash(op);
 }
 
 static void defs_clear(struct store_defs *m)
@@ -905,7 +916,7 @@ static int64_t store_def_of(struct sim_store *st, const struct sim_op *op)
 	*d = (struct store_def){
 		.op = op, .id = m->next_id++, .kind = op->kind, .stream = op->stream,
 		.bytes = op->bytes, .flops = op->flops, .name = xstrdup(op->name ? op->name : ""),
-		.label = sim_op_label_of(op),
+		.label = label_hash(op),
 	};
 	sqlite3_stmt *q = st->stmt[STMT_INSERT_DEF];
 	sqlite3_bind_int64(q, 2, d->id);
