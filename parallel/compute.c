@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/sheet.h"
 #include "sim/util.h"
@@ -113,6 +114,18 @@ struct curve {
 	size_t n;
 };
 
+/* The compute kernels of interference.csv: GEMMs between the two matmuls
+ * (by log FLOPs), attention, memory-bound ops. */
+enum interf_kernel { IK_GEMM4K, IK_GEMM8K, IK_ATTN, IK_ADD, IK_N };
+static const char *const interf_names[IK_N] = {
+	[IK_GEMM4K] = "gemm4k", [IK_GEMM8K] = "gemm8k", [IK_ATTN] = "attn", [IK_ADD] = "add",
+};
+/* The FLOPs of the two measured matmuls (bf16 4096^3 and 8192^3). */
+#define INTERF_GEMM4K_FLOPS (2.0 * 4096 * 4096 * 4096)
+#define INTERF_GEMM8K_FLOPS (2.0 * 8192 * 8192 * 8192)
+/* The most blocks a row may give (NCCL's channels are at most 64). */
+#define INTERF_MAX_BLOCKS 1024.0
+
 struct par_compute_model {
 	const struct topo_gpu *gpu;
 	double peak;              /* FLOP/s for the precision                 */
@@ -128,6 +141,11 @@ struct par_compute_model {
 	/* Per kernel and pass (model.h): its memory-bound fraction, from its
 	 * name once when the tables load (membound_eff). */
 	double kernel_eff[PAR_K_N][PAR_PART_N];
+	/* interference.csv, when the table has one: the slowdown against the
+	 * communication kernel's blocks k, per measured compute kernel, of
+	 * that kernel and of the communication kernel beside it. */
+	int has_interference;
+	struct curve interf_compute[IK_N], interf_comm[IK_N];
 };
 
 /*
@@ -680,6 +698,117 @@ static const struct topo_gpu *table_gpu(const char *table, const char *dir,
 	return g;
 }
 
+/* ---- interference.csv ------------------------------------------------------- */
+
+/*
+ * The slowdowns of compute and communication kernels running together
+ * (tools/measure_interference.py): per compute kernel, a curve of each
+ * against the communication kernel's blocks, through (0, 1) (no
+ * communication, no slowdown) and every measured k. A measured factor
+ * below 1 is noise of the alone/together pair (0.989 at worst on the H200)
+ * and counts as 1. Rows of other kernels are ignored.
+ */
+static int load_interference(struct par_compute_model *cm, const struct sheet *sh, char *err,
+			     size_t errlen)
+{
+	static const char *const names[] = { "kernel", "blocks", "compute_slowdown",
+					     "comm_slowdown" };
+	int col[ARRAY_SIZE(names)];
+	struct point *pc = NULL, *pm = NULL;
+	int rc = -1;
+
+	if (sheet_cols(sh, names, col, ARRAY_SIZE(names), err, errlen))
+		return -1;
+	for (size_t i = 0; i < sh->nrows; i++) {  /* every row, in order */
+		double blocks, c, m;
+
+		if (sheet_pos(sh, i, col[1], &blocks, err, errlen) ||
+		    sheet_pos(sh, i, col[2], &c, err, errlen) ||
+		    sheet_pos(sh, i, col[3], &m, err, errlen))
+			return -1;
+		if (blocks != floor(blocks) || blocks > INTERF_MAX_BLOCKS)
+			return sim_errf(err, errlen, "%s:%zu: column 'blocks': expected a whole number "
+					"from 1 to %.0f, got '%s'", sh->path, sh->line[i],
+					INTERF_MAX_BLOCKS, sheet_cell(sh, i, col[1]));
+		if (c > 100 || m > 100)
+			return sim_errf(err, errlen, "%s:%zu: a slowdown of %.3g: expected at most 100 "
+					"(a factor of time, not a percentage)", sh->path,
+					sh->line[i], c > 100 ? c : m);
+	}
+	pc = xcalloc(sh->nrows + 1, sizeof *pc);
+	pm = xcalloc(sh->nrows + 1, sizeof *pm);
+	for (int k = 0; k < IK_N; k++) {
+		size_t n = 0;
+
+		pc[n] = pm[n] = (struct point){ 0, 1 };
+		n++;
+		for (size_t i = 0; i < sh->nrows; i++) {
+			double blocks, c, m;
+
+			if (strcmp(sheet_cell(sh, i, col[0]), interf_names[k]) != 0)
+				continue;
+			sheet_pos(sh, i, col[1], &blocks, err, errlen);  /* checked above */
+			sheet_pos(sh, i, col[2], &c, err, errlen);
+			sheet_pos(sh, i, col[3], &m, err, errlen);
+			pc[n] = (struct point){ blocks, fmax(1, c) };
+			pm[n++] = (struct point){ blocks, fmax(1, m) };
+		}
+		if (n == 1) {
+			sim_errf(err, errlen, "%s: no rows of kernel %s (expected gemm4k, gemm8k, "
+				 "attn and add)", sh->path, interf_names[k]);
+			goto out;
+		}
+		curve_fit(&cm->interf_compute[k], pc, n);
+		curve_fit(&cm->interf_comm[k], pm, n);
+	}
+	cm->has_interference = 1;
+	rc = 0;
+out:
+	free(pc);
+	free(pm);
+	return rc;
+}
+
+/*
+ * The measured kernel an op is like, as a pair of curves and a weight: a
+ * GEMM between the 4096^3 and 8192^3 matmuls by log FLOPs (clamped to
+ * them), attention, anything else (memory-bound).
+ */
+static double interf_eval(const struct par_compute_model *cm, const struct curve *c,
+			  const struct par_op *op, double blocks)
+{
+	double k = blocks > 0 ? blocks : 0;
+
+	(void)cm;
+	if (op->cls == PAR_OP_ATTENTION)
+		return curve_eval(&c[IK_ATTN], k);
+	if (op->cls != PAR_OP_GEMM)
+		return curve_eval(&c[IK_ADD], k);
+	double t = (lg(op->flops) - log10(INTERF_GEMM4K_FLOPS)) /
+		   (log10(INTERF_GEMM8K_FLOPS) - log10(INTERF_GEMM4K_FLOPS));
+	t = !(t > 0) ? 0 : t > 1 ? 1 : t;
+	return (1 - t) * curve_eval(&c[IK_GEMM4K], k) + t * curve_eval(&c[IK_GEMM8K], k);
+}
+
+int par_compute_has_interference(const struct par_compute_model *cm)
+{
+	return cm->has_interference;
+}
+
+double par_compute_interference(const struct par_compute_model *cm, const struct par_op *op,
+				double blocks)
+{
+	return cm->has_interference && blocks > 0
+		       ? interf_eval(cm, cm->interf_compute, op, blocks) : 1;
+}
+
+double par_comm_interference(const struct par_compute_model *cm, const struct par_op *beside,
+			     double blocks)
+{
+	return cm->has_interference && blocks > 0
+		       ? interf_eval(cm, cm->interf_comm, beside, blocks) : 1;
+}
+
 /* Read the four tables, then fit them against the measured GPU. */
 static int load_tables(struct par_compute_model *cm, const char *table, const char *datadir,
 		       char *err, size_t errlen)
@@ -705,6 +834,18 @@ static int load_tables(struct par_compute_model *cm, const char *table, const ch
 	    load_membound(cm, &sh[2], tgpu, err, errlen) ||
 	    load_ceilings(cm, &sh[3], tgpu, err, errlen))
 		goto out;
+	/* interference.csv is optional: a table without one has no interference. */
+	char *ipath = xasprintf("%s/interference.csv", dir);
+	int have = access(ipath, F_OK) == 0;
+	free(ipath);
+	if (have) {
+		struct sheet si = { 0 };
+		int bad = sheet_read(&si, dir, "interference.csv", err, errlen) ||
+			  load_interference(cm, &si, err, errlen);
+		sheet_free(&si);
+		if (bad)
+			goto out;
+	}
 	rc = 0;
 out:
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++)
@@ -793,6 +934,10 @@ void par_compute_model_free(struct par_compute_model *cm)
 	for (size_t k = 0; k < cm->nkinds; k++)
 		free(cm->kinds[k].name);
 	free(cm->kinds);
+	for (int k = 0; k < IK_N; k++) {
+		curve_free(&cm->interf_compute[k]);
+		curve_free(&cm->interf_comm[k]);
+	}
 	free(cm);
 }
 

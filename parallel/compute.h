@@ -49,6 +49,23 @@ double par_compute_efficiency(const struct par_compute_model *cm, const struct p
 double par_compute_time_s(const struct par_compute_model *cm, const struct par_op *op);
 
 /*
+ * Interference (the table's interference.csv, tools/measure_interference.py;
+ * docs/calibration.md): the factor by which op's time grows while
+ * communication kernels hold `blocks` CUDA blocks (NCCL's channels) of the
+ * GPU, and the factor by which a communication kernel's time grows beside
+ * op. A GEMM is read between the measured 4096^3 and 8192^3 matmuls by its
+ * log FLOPs, attention from the attention kernel, anything else from the
+ * memory-bound add; above the measured blocks the last point holds. 1 for
+ * no blocks, or a model without the table (flat efficiency, or a table
+ * without interference.csv: par_compute_has_interference 0).
+ */
+int par_compute_has_interference(const struct par_compute_model *cm);
+double par_compute_interference(const struct par_compute_model *cm, const struct par_op *op,
+				double blocks);
+double par_comm_interference(const struct par_compute_model *cm, const struct par_op *beside,
+			     double blocks);
+
+/*
  * GEMM efficiency fits (docs/calibration.md). Loading a table builds both;
  * par_compute_efficiency and par_compute_time_s use PAR_GEMM_FIT_DEFAULT.
  * Over the 192 rows of the H200's gemm.csv both have a median time error

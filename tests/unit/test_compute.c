@@ -928,6 +928,81 @@ START_TEST(test_unknown_table_gpu)
 }
 END_TEST
 
+/* ---- interference (interference.csv) ----------------------------------------- */
+
+/* The measured points come back exactly; between the two matmuls a GEMM is
+ * read by log FLOPs; no blocks, no slowdown; above 32 blocks, the last
+ * point; a below-1 measurement (noise) counts as 1. Hand values from
+ * scenarios/calibration/h200/interference.csv. */
+START_TEST(test_interference_points)
+{
+	struct par_compute_model *cm = load(0, "h200", 0, H200, PAR_BF16, DATADIR);
+	struct par_op g8 = gemm_op(8192, 8192, 8192), g4 = gemm_op(4096, 4096, 4096);
+	struct par_op mid = gemm_op(8192, 4096, 4096);  /* a third of the way by log FLOPs */
+	struct par_op at = { .name = "attn", .cls = PAR_OP_ATTENTION, .flops = 1e12 };
+	struct par_op add = { .name = "residual", .cls = PAR_OP_MEMBOUND, .bytes = 1e9 };
+
+	ck_assert(par_compute_has_interference(cm));
+	ck_assert_double_eq_tol(par_compute_interference(cm, &g8, 8), 1.20634, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &g8, 32), 1.53128, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &g8, 64), 1.53128, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &g4, 16), 1.45363, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &mid, 16),
+				(2 * 1.45363 + 1.41069) / 3, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &at, 32), 1.40321, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &add, 16), 1.06331, 1e-9);
+	ck_assert_double_eq_tol(par_compute_interference(cm, &add, 1), 1, 1e-12);  /* 0.988854 */
+	ck_assert_double_eq(par_compute_interference(cm, &g8, 0), 1);
+	ck_assert_double_eq_tol(par_comm_interference(cm, &add, 16), 2.46433, 1e-9);
+	ck_assert_double_eq_tol(par_comm_interference(cm, &g8, 8), 1.21908, 1e-9);
+	ck_assert_double_eq(par_comm_interference(cm, &add, 0), 1);
+	/* Between two measured points: between their factors (Steffen's
+	 * interpolation does not overshoot). */
+	double f = par_compute_interference(cm, &g8, 12);
+	ck_assert_msg(f >= 1.20634 && f <= 1.41069, "k 12: %g", f);
+	par_compute_model_free(cm);
+	/* A flat model, and a table without interference.csv: none. */
+	cm = load(0.5, "", 0, H200, PAR_BF16, NULL);
+	ck_assert(!par_compute_has_interference(cm));
+	ck_assert_double_eq(par_compute_interference(cm, &g8, 32), 1);
+	par_compute_model_free(cm);
+	const char *dir = temp_table(H200, NULL);
+	cm = load(0, H200, 0, H200, PAR_BF16, dir);
+	ck_assert(!par_compute_has_interference(cm));
+	ck_assert_double_eq(par_comm_interference(cm, &add, 16), 1);
+	par_compute_model_free(cm);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A table's interference.csv: each error names its file, line and column. */
+START_TEST(test_interference_malformed)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+		{ "kernel,blocks,compute_slowdown\ngemm8k,1,1.1\n", "no column 'comm_slowdown'" },
+		{ "kernel,blocks,compute_slowdown,comm_slowdown\ngemm8k,1,1.1,1.2\n",
+		  "no rows of kernel gemm4k" },
+		{ "kernel,blocks,compute_slowdown,comm_slowdown\ngemm8k,1.5,1.1,1.2\n",
+		  "interference.csv:2: column 'blocks': expected a whole number" },
+		{ "kernel,blocks,compute_slowdown,comm_slowdown\ngemm8k,1,x,1.2\n",
+		  "interference.csv:2: column 'compute_slowdown'" },
+		{ "kernel,blocks,compute_slowdown,comm_slowdown\ngemm8k,1,120,1.2\n",
+		  "interference.csv:2: a slowdown of 120" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *dir = temp_table(H200, NULL);
+		char path[512];
+
+		snprintf(path, sizeof path, "%s/calibration/%s/interference.csv", dir, H200);
+		write_file(path, cases[i].text);
+		load_fails(0, H200, 0, H200, PAR_BF16, dir, cases[i].needle, NULL);
+		rm_tree(dir);
+	}
+}
+END_TEST
+
 static Suite *compute_suite(void)
 {
 	Suite *s = suite_create("compute");
@@ -950,6 +1025,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(table, test_membound_names);
 	tcase_add_test(table, test_other_gpu_scaled);
 	tcase_add_test(table, test_spreadsheet_csv_loads);
+	tcase_add_test(table, test_interference_points);
 	tcase_add_test(errors, test_fp8_a100_fails);
 	tcase_add_test(errors, test_bad_settings_fail);
 	tcase_add_test(errors, test_malformed_number);
@@ -957,6 +1033,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(errors, test_malformed_rows);
 	tcase_add_test(errors, test_missing_table);
 	tcase_add_test(errors, test_unknown_table_gpu);
+	tcase_add_test(errors, test_interference_malformed);
 	suite_add_tcase(s, flat);
 	suite_add_tcase(s, table);
 	suite_add_tcase(s, errors);
