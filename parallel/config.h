@@ -133,10 +133,17 @@ struct par_variability {
 	double straggler_slowdown;   /* their kernels take this many times longer */
 };
 
+/* compute.interference: how communication slows compute beside it. */
+enum par_interference {
+	PAR_INTERF_NONE,          /* not at all                                 */
+	PAR_INTERF_MEASURED,      /* the table's interference.csv               */
+};
+
 struct par_compute {
 	double efficiency;        /* > 0: flat efficiency; 0: use `table`       */
 	char table[64];           /* calibration table name ("h200")            */
 	double launch_s;          /* per kernel                                 */
+	int interference;         /* enum par_interference                      */
 };
 
 /* Bytes of one element of a precision. */

@@ -195,6 +195,15 @@ void par_report_rates(const struct par_train *t, struct par_report *r);
 /* Sort the steps' times and put their count, extremes and percentiles in r. */
 void par_report_steps(double *step_s, uint32_t n, struct par_report *r);
 
+/* Interference (interference.c): the compute model's curves hooked into the
+ * sim's engine (sim_set_interference) for a step with t->interference. */
+struct par_interf_state {
+	const struct par_compute_model *cm;
+	double ridge;                 /* FLOP per byte: below, memory-bound   */
+	const char *attn[2];          /* the attention kernels' names         */
+};
+void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim);
+
 /* Variability drawn for every rank of a sim (par_var_begin), hooked into
  * its engine until par_var_end. */
 struct par_var_state {

@@ -184,6 +184,9 @@ int par_train_simulate(struct par_step *s, struct par_report *out, char *err, si
 	struct par_var_state vr = { 0 };
 	if (par_var_active(t->var))
 		par_var_begin(&vr, t->var, t->seed, sim, out);
+	struct par_interf_state is;
+	if (t->interference)
+		par_interf_begin(&is, t, sim);
 	uint32_t nsteps = t->steps ? t->steps : 1;
 	double *step_s = xcalloc(nsteps, sizeof(double));
 	sim_ps t0 = sim_now(sim), end = t0;

@@ -46,6 +46,10 @@ struct par_train {
 					   * only (sim_rank_absent the rest) */
 	uint64_t seed;                    /* random draws (MoE routing,
 					   * variability)                    */
+	bool interference;                /* compute.interference measured:
+					   * compute slowed by the communication
+					   * beside it (the compute model's
+					   * curves, sim_set_interference)    */
 	const struct par_variability *var;  /* compute-time randomness, or
 					   * NULL: none                      */
 	const struct par_failures *failures;  /* checkpointing and goodput, or

@@ -94,6 +94,7 @@ static const char *const precisions[] = { "bf16", "fp16", "fp8", "fp32", NULL };
 static const char *const optimizers[] = { "adam", "sgd", NULL };
 static const char *const recomputes[] = { "none", "selective", "full", NULL };
 static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
+static const char *const interferences[] = { "none", "measured", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
 static const char *const records[] = { "all", "sample", "none", "auto", NULL };
 static const char *const symmetries[] = { "none", "dp", NULL };
@@ -228,6 +229,9 @@ static const struct key keys[] = {
 	  "calibration/NAME/ next to the scenario, else in the data folder" },
 	{ "compute.launch_overhead", KT_TIME, OFF(compute.launch_s), 0, 1, "1.1us", NULL,
 	  "added to every kernel (measured on H200: 1.1 us per kernel in a CUDA graph)" },
+	{ "compute.interference", KT_ENUM, OFF(compute.interference), 0, 0, "none", interferences,
+	  "compute slowed by communication beside it: none, or measured (the table's "
+	  "interference.csv, by the CUDA blocks the rank's communication holds)" },
 	/* variability */
 	{ "variability.jitter", KT_ENUM, OFF(variability.jitter), 0, 0, "none", dists,
 	  "each compute kernel's time times a draw of mean 1: none, lognormal or gamma" },

@@ -18,5 +18,6 @@ void scn_train_of(struct par_train *t, const struct scn *s, const struct par_com
 	t->sim.fidelity = s->sim.fidelity;
 	t->sim.chunk_bytes = s->sim.chunk_bytes;
 	t->symmetry_dp = s->sim.symmetry == 1;
+	t->interference = s->compute.interference == PAR_INTERF_MEASURED;
 	t->sim.algos = coll_algos;
 }

@@ -845,6 +845,8 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 	}
 	in->stream[member] = (uint8_t)stream;
 	in->joined++;
+	/* Its channels hold CUDA blocks of the rank's GPU (interference). */
+	r->blocks[stream] = (uint8_t)(in->plan->channels < 255 ? in->plan->channels : 255);
 	if (coll_closed_form(sim, group)) {
 		if (in->joined == sim_group_present(sim, group)) {
 			sim_ps t = sim_ps_add(sim->now, in->chain > 1 ? in->chain_end[in->chain - 1]

@@ -109,6 +109,9 @@ struct sim_rank {
 	/* A waiting send or receive of stream s: the next waiter of its
 	 * conversation (sim.c, p2p_post), rs_pack'ed, or none. */
 	uint32_t p2p_next[SIM_MAX_STREAMS];
+	/* CUDA blocks the op of stream s holds while it communicates (counted):
+	 * a collective its channels, a send or receive one (interference). */
+	uint8_t blocks[SIM_MAX_STREAMS];
 	uint8_t ngroups;
 	/* Aligned so that mem_now and mem_peak, which every change of memory
 	 * reads, are one pair of lines. */
@@ -209,6 +212,8 @@ struct sim {
 	double (*scale)(void *ctx, uint32_t rank, const struct sim_op *op);
 	void *scale_ctx;             /* sim_set_compute_scale               */
 	const double *speed;         /* [rank], sim_set_rank_speed          */
+	double (*interf)(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks);
+	void *interf_ctx;            /* sim_set_interference                */
 	const sim_ps *chain_end;     /* while coll.c finishes a member of a
 				      * chain: each op's end (run_record)   */
 	struct sim_bundle *bundle;   /* the last heap entry, if a bundle of

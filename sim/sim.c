@@ -133,6 +133,25 @@ void sim_set_rank_speed(struct sim *sim, const double *speed)
 	sim->speed = speed;
 }
 
+void sim_set_interference(struct sim *sim,
+			  double (*factor)(void *ctx, uint32_t rank, const struct sim_op *op,
+					   unsigned blocks),
+			  void *ctx)
+{
+	sim->interf = factor;
+	sim->interf_ctx = ctx;
+}
+
+/* The CUDA blocks a rank's communication holds now: its streams that
+ * count as communication in progress. */
+static unsigned comm_blocks(const struct sim_rank *r)
+{
+	unsigned n = 0;
+	for (uint16_t c = r->counted; c; c &= (uint16_t)(c - 1))
+		n += r->blocks[__builtin_ctz(c)];
+	return n;
+}
+
 void sim_set_rank_done(struct sim *sim, void (*done)(void *ctx, struct sim *sim, uint32_t rank),
 		       void *ctx)
 {
@@ -969,15 +988,22 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 	r->run[stream] = 1;
 	switch (h->kind) {
 	case SIM_OP_COMPUTE:
-		if (__builtin_expect(sim->scale != NULL, 0)) {
-			/* One op at a time, each with its own draw. */
+		if (__builtin_expect(sim->scale != NULL || sim->interf != NULL, 0)) {
+			/* One op at a time, each with its own draw and interference. */
 			const struct sim_op *op = &prog->ops[h->op];
-			double f = sim->scale(sim->scale_ctx, rank, op);
+			double f = sim->scale ? sim->scale(sim->scale_ctx, rank, op) : 1;
 			BUG_ON(!(f > 0));
 			if (sim->speed)  /* two tiny factors may give 0: a time of 0 ps */
 				f *= sim->speed[rank];
-			compute_schedule(sim, rank, stream, h,
-					 sim_ps_add(sim->now, sim_ps_scale(op->dur_ps, f)));
+			sim_ps d = sim_ps_scale(op->dur_ps, f);
+			if (sim->interf && r->counted) {
+				double g = sim->interf(sim->interf_ctx, rank, op, comm_blocks(r));
+				BUG_ON(!(g >= 1));
+				sim_ps dg = sim_ps_scale(op->dur_ps, f * g);
+				r->st.interference_ps = sim_ps_add(r->st.interference_ps, dg - d);
+				d = dg;
+			}
+			compute_schedule(sim, rank, stream, h, sim_ps_add(sim->now, d));
 			break;
 		}
 		r->run[stream] = (uint16_t)h->run_n;
@@ -989,6 +1015,7 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 		break;
 	case SIM_OP_SEND:
 	case SIM_OP_RECV:
+		r->blocks[stream] = 1;
 		p2p_post(sim, rank, stream, &prog->ops[h->op]);
 		break;
 	default:

@@ -400,6 +400,19 @@ void sim_set_compute_scale(struct sim *sim,
  */
 void sim_set_rank_speed(struct sim *sim, const double *speed);
 /*
+ * Interference: when a compute op starts on a rank while its communication
+ * holds `blocks` CUDA blocks (the channels of each collective it is in,
+ * one for each send or receive moving data), the op takes factor(ctx,
+ * rank, op, blocks) (>= 1) times its time (after any scale and speed); the
+ * time added counts in the rank's interference_ps. The factor is taken at
+ * the op's start and holds to its end. With it set, compute ops run one
+ * event each. NULL: none.
+ */
+void sim_set_interference(struct sim *sim,
+			  double (*factor)(void *ctx, uint32_t rank, const struct sim_op *op,
+					   unsigned blocks),
+			  void *ctx);
+/*
  * Call done(ctx, sim, rank) when a rank's program has finished (its last op
  * ended), at that time, from inside the dispatch: it may schedule events
  * (to start the rank's next program from their handler) but must not start
@@ -456,6 +469,8 @@ struct sim_rank_stats {
 	sim_ps mark_ps;                /* when the last SIM_OP_MARK op ended */
 	sim_ps mark_compute_ps;        /* compute_ps then                    */
 	sim_ps mark_exposed_ps;        /* exposed_comm_ps then               */
+	sim_ps interference_ps;        /* compute time added by communication
+					* beside it (sim_set_interference)   */
 };
 const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank);
 

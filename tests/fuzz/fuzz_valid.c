@@ -534,6 +534,8 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 		kv(y, "compute.efficiency", "%s", one_in(in, 16) ? "h100" : PICK(in, effs));
 	if (one_in(in, 4))
 		kv(y, "compute.launch_overhead", "%s", PICK(in, launch));
+	if (one_in(in, 4))  /* measured with a flat efficiency: refused (exit 2) */
+		kv(y, "compute.interference", "%s", one_in(in, 4) ? "none" : "measured");
 }
 
 /* The sections of the whole cluster: variability, failures, sim. */

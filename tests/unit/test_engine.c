@@ -1064,6 +1064,52 @@ START_TEST(test_ring_allreduce_closed_form)
 END_TEST
 
 /*
+ * Interference: a compute op that starts while the rank's collective (2
+ * channels) runs takes 1 + 0.1 x 2 of its time; one that starts after it
+ * ends takes its own. The time added is the rank's interference_ps. Both
+ * fidelities: 4 ranks, a 100 MB all-reduce of about 3 ms.
+ */
+static unsigned interf_blocks_seen;
+static double interf_tenth(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks)
+{
+	(void)ctx, (void)rank, (void)op;
+	if (blocks > interf_blocks_seen)
+		interf_blocks_seen = blocks;
+	return 1 + 0.1 * blocks;
+}
+
+START_TEST(test_interference)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(fidelities); f++) {
+		struct tsim ts;
+		tsim_init_f(&ts, TT_PAIRS, 4, 10e-6, 50e9, 0, fidelities[f]);
+		struct sim_program *p = sim_program_new();
+		uint32_t ar = sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 1e8, 2,
+					       0);
+		sim_program_compute(p, 0, "pre", 0, 0, 0);
+		sim_program_compute(p, 0, "a", 10 * US, 0, 0);
+		sim_program_compute(p, 0, "b", 100 * US, 0, 0);
+		sim_program_compute(p, 0, "c", 10 * US, 0, 0);
+		sim_program_dep(p, ar);
+		interf_blocks_seen = 0;
+		sim_set_interference(ts.sim, interf_tenth, NULL);
+		for (uint32_t r = 0; r < 4; r++)
+			tsim_start(&ts, r, p);
+		tsim_run_ok(&ts);
+		const struct rec_entry *e = rec_find(ts.rec, 0, "ar");
+		ck_assert_msg(e->end > 200 * US, "the all-reduce ends at %lld ps", (long long)e->end);
+		ASSERT_RECORD(ts.rec, 0, "a", 0, 12 * US);
+		ASSERT_RECORD(ts.rec, 0, "b", 12 * US, 132 * US);
+		ASSERT_RECORD(ts.rec, 0, "c", e->end, e->end + 10 * US);
+		ck_assert_uint_eq(interf_blocks_seen, 2);
+		ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->interference_ps, 22 * US);
+		sim_program_free(p);
+		tsim_clear(&ts);
+	}
+}
+END_TEST
+
+/*
  * The clock ends at SIM_PS_MAX (about 106.75 days): a run that would go
  * past it fails with a message naming what and the limit, and
  * sim_failed_clock says so, whichever way the time got there: a compute op
@@ -1565,6 +1611,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_runs);
 	tcase_add_test(tc, test_compute_run_cut);
 	tcase_add_test(tc, test_compute_scale);
+	tcase_add_test(tc, test_interference);
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);
 	tcase_add_test(tc, test_coll_chain);

@@ -226,6 +226,48 @@ START_TEST(refused_program_not_built)
 }
 END_TEST
 
+/* ---- interference ----------------------------------------------------------- */
+
+static int interf_seen(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen)
+{
+	(void)topo, (void)err, (void)errlen;
+	*(sim_ps *)ctx = sim_rank_stats(sim, 0)->interference_ps;
+	return 0;
+}
+
+/* compute.interference: measured slows the compute that DDP's bucket
+ * all-reduces overlap (the time added is counted), none leaves the step as
+ * it was; with a flat efficiency it is refused. */
+START_TEST(interference_measured)
+{
+	static const char *const ddp[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					   "training.global_batch=32", "training.micro_batch=2" };
+	struct fixture f;
+	setup(&f, ddp, ARRAY_SIZE(ddp));
+	struct par_report none, measured;
+	char err[512];
+	sim_ps added = -1;
+	f.t.finish = interf_seen, f.t.rec_ctx = &added;
+	ck_assert_msg(par_train_run(&f.t, &none, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(added, 0);
+	f.t.interference = true;
+	ck_assert_msg(par_train_run(&f.t, &measured, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(added > 0, "no time added by interference");
+	ck_assert_msg(measured.step_time_s > none.step_time_s &&
+		      measured.step_time_s <= none.step_time_s + sim_ps_to_s(added) + 1e-12,
+		      "step %.9g s with, %.9g s without, %.9g s added", measured.step_time_s,
+		      none.step_time_s, sim_ps_to_s(added));
+	par_compute_model_free(f.cm);
+	static const char *const flat[] = { "compute.efficiency=0.5", "compute.interference=measured" };
+	setup(&f, flat, ARRAY_SIZE(flat));
+	struct par_step s;
+	ck_assert_int_eq(par_step_resolve(&s, &f.t, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "compute.interference: measured needs a calibration table"),
+		      "%s", err);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
 /* ---- labels -------------------------------------------------------------- */
 
 /* The number after prefix p filling token t of length n ("mb12"), or -1. */
@@ -359,6 +401,7 @@ static Suite *step_suite(void)
 	tcase_add_test(t, programs_built_once);
 	tcase_add_test(t, refused_program_not_built);
 	tcase_add_test(t, labels_agree_with_names);
+	tcase_add_test(t, interference_measured);
 	suite_add_tcase(su, t);
 	return su;
 }

@@ -1,0 +1,39 @@
+/*
+ * interference.c - compute slowed by the communication beside it
+ * (compute.interference: measured; docs/calibration.md, "Interference").
+ *
+ * The engine asks, as a compute op starts on a rank whose communication
+ * holds k CUDA blocks (sim_set_interference), for the factor of its time:
+ * the compute model's measured curve for an op of its kind at k
+ * (par_compute_interference). The kind is read from the op's fields: an
+ * attention kernel by its label's kernel, else compute-bound (the GEMM
+ * curves, by its FLOPs) when its FLOPs per byte reach the GPU's ridge
+ * (peak over HBM bandwidth), else memory-bound.
+ */
+#include "parallel/train-int.h"
+
+static double interf_factor(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks)
+{
+	const struct par_interf_state *s = ctx;
+	(void)rank;
+	struct par_op o = { .flops = op->flops, .bytes = op->bytes };
+	if (op->kernel && (op->kernel == s->attn[0] || op->kernel == s->attn[1]))
+		o.cls = PAR_OP_ATTENTION;
+	else if (op->flops > 0 && !(op->bytes > 0 && op->flops / op->bytes < s->ridge))
+		o.cls = PAR_OP_GEMM;
+	else
+		o.cls = PAR_OP_MEMBOUND;
+	return par_compute_interference(s->cm, &o, blocks);
+}
+
+void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim)
+{
+	const struct topo_gpu *g = topo_gpu_find(t->cluster->gpu);
+	*s = (struct par_interf_state){
+		.cm = t->compute,
+		.ridge = par_compute_peak(t->compute) / g->hbm_Bps,
+		.attn = { par_kernel_name(PAR_K_ATTN, PAR_PART_FWD),
+			  par_kernel_name(PAR_K_ATTN, PAR_PART_DX) },
+	};
+	sim_set_interference(sim, interf_factor, s);
+}
