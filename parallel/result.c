@@ -121,6 +121,10 @@ const struct par_result_field par_result_fields[] = {
 	  TIME, FITS, "critical rank: pipeline bubble"),
 	F("idle_s", "breakdown", NULL, "s", "%.9g", "idle_s", DOUBLE, breakdown.idle_s, TIME,
 	  FITS, "critical rank: idle"),
+	F("interference_s", "breakdown", NULL, "s", "%.9g", NULL, DOUBLE,
+	  breakdown.interference_s, TIME, FITS,
+	  "critical rank: of compute_s, the time communication beside it added "
+	  "(compute.interference)"),
 	F("pipeline_s", NULL, NULL, "s", "%.9g", NULL, DOUBLE, pipeline_s, TIME, FITS,
 	  "critical rank: first forward to last backward"),
 	F("critical_rank", NULL, NULL, "rank", NULL, NULL, U32, critical_rank, TIME, FITS,

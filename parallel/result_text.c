@@ -55,6 +55,9 @@ void par_result_text(FILE *out, const struct par_result_setting *s, const struct
 	fprintf(out, "  rank %-6u compute %.6f s, exposed communication %.6f s, bubble %.6f s, "
 	       "idle %.6f s\n", r->critical_rank, r->breakdown.compute_s,
 	       r->breakdown.exposed_comm_s, r->breakdown.bubble_s, r->breakdown.idle_s);
+	if (r->breakdown.interference_s > 0)
+		fprintf(out, "  interference %.6f s of the compute: communication beside it "
+			"(compute.interference)\n", r->breakdown.interference_s);
 	if (s->pp > 1)
 		fprintf(out, "  pipeline    bubble %.4f of the pipeline phase (%.6f s, first forward to "
 		       "last backward of rank %u); memory peaks on stage %u\n",

@@ -82,6 +82,7 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 	par_report_rates(t, r);
 	r->breakdown.compute_s = sim_ps_to_s(st->compute_ps) / steps;
 	r->breakdown.exposed_comm_s = sim_ps_to_s(st->exposed_comm_ps) / steps;
+	r->breakdown.interference_s = sim_ps_to_s(st->interference_ps) / steps;
 	/* The bubble: the critical rank's idle time from the start of the (last)
 	 * step to its last backward kernel, the pipeline phase (SPEC C22). */
 	if (t->layout->pp > 1 && st->mark_ps > last->t0) {

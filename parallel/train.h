@@ -82,6 +82,9 @@ struct par_report {
 	struct par_memory memory;
 	struct {                          /* the critical rank, per step     */
 		double compute_s, exposed_comm_s, bubble_s, idle_s;
+		double interference_s;    /* of compute_s: added by the
+					   * communication beside it
+					   * (compute.interference)  */
 	} breakdown;
 	struct {                          /* mixture of experts              */
 		double imbalance;         /* busiest EP rank's load / even, mean over layers */

@@ -97,6 +97,7 @@ static const char store_schema[] =
 	"  compute_ps INTEGER, exposed_comm_ps INTEGER, idle_ps INTEGER, end_ps INTEGER,\n"
 	"  peak_bytes REAL,\n"
 	"  ops_stored INTEGER,\n"
+	"  interference_ps INTEGER,\n"
 	"  PRIMARY KEY (run_id, rank));\n"
 	"CREATE TABLE IF NOT EXISTS op_defs (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -262,7 +263,8 @@ static const char *const store_sql[STMT_N] = {
 			    " status, ranks, version) VALUES (?, ?, ?, ?, 'running', ?, ?)",
 	[STMT_INSERT_RANK] = "INSERT INTO ranks (run_id, rank, node, local_gpu, tp, cp, pp, dp,"
 			     " ep, compute_ps, exposed_comm_ps, idle_ps, end_ps, peak_bytes,"
-			     " ops_stored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			     " ops_stored, interference_ps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+			     " ?, ?, ?, ?)",
 	[STMT_INSERT_DEF] = "INSERT INTO op_defs (run_id, op, kind, name, bytes, flops, layer,"
 			    " mb, chunk, phase, kernel) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[STMT_INSERT_TL] = "INSERT INTO timeline (stream, op, start_ps, end_ps) VALUES (?, ?, ?, ?)",
@@ -623,21 +625,24 @@ static int store_user_version(struct sim_store *st)
 }
 
 /*
- * A database of version 3 or 4 (before the ops' labels): the op_defs
- * columns it lacks, and the ops view dropped for store_schema to make it
- * again with them. Its earlier runs' ops have NULL labels; the readers
+ * A database of version 3 to 5: the columns it lacks (the ops' labels in
+ * op_defs, version 5; the ranks' interference_ps, version 6), and the ops
+ * view dropped for store_schema to make it again with them. Its earlier runs' ops have NULL labels; the readers
  * derive them from the names (store_read.c). Inside the schema's
  * transaction; 0 or -1.
  */
-static int store_migrate_labels(struct sim_store *st)
+static int store_migrate_columns(struct sim_store *st)
 {
-	static const char *const cols[] = { "layer INTEGER", "mb INTEGER", "chunk INTEGER",
-					    "phase TEXT", "kernel TEXT" };
+	static const struct { const char *table, *col; } cols[] = {
+		{ "op_defs", "layer INTEGER" }, { "op_defs", "mb INTEGER" },
+		{ "op_defs", "chunk INTEGER" }, { "op_defs", "phase TEXT" },
+		{ "op_defs", "kernel TEXT" }, { "ranks", "interference_ps INTEGER" },
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(cols); i++) {
 		char sql[160];
-		size_t n = strcspn(cols[i], " ");
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM pragma_table_info('op_defs') "
-			 "WHERE name = '%.*s'", (int)n, cols[i]);
+		size_t n = strcspn(cols[i].col, " ");
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM pragma_table_info('%s') "
+			 "WHERE name = '%.*s'", cols[i].table, (int)n, cols[i].col);
 		sqlite3_stmt *s;
 		int have = 0;
 		if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
@@ -645,7 +650,8 @@ static int store_migrate_labels(struct sim_store *st)
 		if (sqlite3_step(s) == SQLITE_ROW)
 			have = sqlite3_column_int(s, 0);
 		sqlite3_finalize(s);
-		snprintf(sql, sizeof(sql), "ALTER TABLE op_defs ADD COLUMN %s", cols[i]);
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", cols[i].table,
+			 cols[i].col);
 		if (!have && store_exec(st, sql, "adding the ops' labels") < 0)
 			return -1;
 	}
@@ -659,9 +665,10 @@ static int store_schema_init(struct sim_store *st, const char *path)
 	int version = 0, has_id = 0;
 	if (store_identify(st, path, &version, &has_id) < 0)
 		return -1;
-	/* Version 3 lacks the jobs tables, which creating the schema adds, and
-	 * versions 3 and 4 the ops' labels, which store_migrate_labels adds. */
-	if (version != 0 && version != 3 && version != 4 && version != SIM_STORE_SCHEMA_VERSION) {
+	/* Version 3 lacks the jobs tables, which creating the schema adds;
+	 * versions 3 and 4 the ops' labels and 3 to 5 the ranks' interference,
+	 * which store_migrate_columns adds. */
+	if (version != 0 && (version < 3 || version > SIM_STORE_SCHEMA_VERSION)) {
 		st->fail = SIM_STORE_NOT_OURS;
 		return store_err(st, "%s: database schema version %d, but this clustersim "
 				 "(%s) reads and writes version %d; use a new database file",
@@ -677,9 +684,9 @@ static int store_schema_init(struct sim_store *st, const char *path)
 	if (store_exec_retry(st, "BEGIN IMMEDIATE", "creating the schema") < 0)
 		return -1;
 	/* Read again under the write lock: another writer may have migrated. */
-	if (version == 3 || version == 4)
+	if (version >= 3 && version < SIM_STORE_SCHEMA_VERSION)
 		version = store_user_version(st);
-	if (((version == 3 || version == 4) && store_migrate_labels(st) < 0) ||
+	if ((version >= 3 && version < SIM_STORE_SCHEMA_VERSION && store_migrate_columns(st) < 0) ||
 	    store_exec(st, store_schema, "creating the schema") < 0 ||
 	    store_exec(st, "COMMIT", "creating the schema") < 0) {
 		store_rollback(st);
@@ -1237,6 +1244,7 @@ void sim_store_rank_summary_of(const struct sim *sim, uint32_t rank, sim_ps end,
 		.compute_ps = rs->compute_ps, .exposed_comm_ps = rs->exposed_comm_ps,
 		.idle_ps = end - rs->compute_ps - rs->exposed_comm_ps,
 		.end_ps = sim_rank_end(sim, rank), .peak_bytes = rs->mem_peak,
+		.interference_ps = rs->interference_ps,
 	};
 }
 
@@ -1261,6 +1269,7 @@ int sim_store_rank(struct sim_store *st, uint32_t rank, uint32_t node, uint32_t 
 		sqlite3_bind_int64(s, 12, sum->idle_ps);
 		sqlite3_bind_int64(s, 13, sum->end_ps);
 		sqlite3_bind_double(s, 14, sum->peak_bytes);
+		sqlite3_bind_int64(s, 16, sum->interference_ps);
 	}
 	sqlite3_bind_int64(s, 15, sim_store_ops_stored(st, rank));
 	return store_row(st, s, "recording a rank");

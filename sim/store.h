@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 5
+#define SIM_STORE_SCHEMA_VERSION 6
 
 /* PRAGMA application_id of every clustersim database: 0x434c534d, "CLSM"
  * in ASCII (decimal, as the pragma is written). */
@@ -73,6 +73,8 @@ struct sim_store_rank_summary {
 	sim_ps idle_ps;          /* neither, up to the end of the run           */
 	sim_ps end_ps;           /* its last op's end                           */
 	double peak_bytes;       /* peak memory                                 */
+	sim_ps interference_ps;  /* compute time added by communication beside it
+				  * (part of compute_ps)                        */
 };
 
 /* Rank's summary from the engine's counters, its idle time up to end (the

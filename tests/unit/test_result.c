@@ -163,13 +163,14 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
-/* The rows `run --db` wrote before the table existed, no more, no fewer. */
+/* The rows `run --db` wrote before the table existed, no more, no fewer,
+ * and those added since (interference_s). */
 START_TEST(test_metrics_rows)
 {
 	static const char *const want[] = {
 		"step_time_s", "tokens_per_s", "mfu", "hfu", "gpus", "dp", "micro_batches",
 		"params", "flops_per_token", "compute_s", "exposed_comm_s", "bubble_s", "idle_s",
-		"critical_rank", "memory.peak", "pipeline_s", "busiest_stage", "memory.capacity",
+		"interference_s", "critical_rank", "memory.peak", "pipeline_s", "busiest_stage", "memory.capacity",
 		"memory.fits", "memory.model_states", "offload.saved_bytes", "moe.imbalance",
 		"moe.dropped", "moe.imbalance_s", "offload.host_s", "steps", "step_time_p50_s",
 		"step_time_p90_s", "step_time_p99_s", "step_time_min_s", "step_time_max_s",
@@ -283,7 +284,8 @@ START_TEST(test_json_known)
 		"\"capacity\":80000000000,\"fits\":true},\"strategy\":\"zero1\","
 		"\"offload\":{\"saved_bytes\":0,\"host_s\":0},\"moe\":{\"imbalance\":0,"
 		"\"dropped\":0,\"imbalance_s\":0},\"breakdown\":{\"compute_s\":1,"
-		"\"exposed_comm_s\":0.25,\"bubble_s\":0.125,\"idle_s\":0.125},\"pipeline_s\":1.25,"
+		"\"exposed_comm_s\":0.25,\"bubble_s\":0.125,\"idle_s\":0.125,\"interference_s\":0},"
+		"\"pipeline_s\":1.25,"
 		"\"critical_rank\":5,\"events\":123456789012,\"gpus\":16,\"dp\":8,"
 		"\"micro_batches\":4,\"params\":1300000000.5,\"flops_per_token\":7800000000,"
 		"\"wall_s\":0.500000}\n");
