@@ -770,16 +770,14 @@ out:
 }
 
 /*
- * The measured kernel an op is like, as a pair of curves and a weight: a
+ * A factor of curves c (one per measured kernel) for op beside `blocks`: a
  * GEMM between the 4096^3 and 8192^3 matmuls by log FLOPs (clamped to
  * them), attention, anything else (memory-bound).
  */
-static double interf_eval(const struct par_compute_model *cm, const struct curve *c,
-			  const struct par_op *op, double blocks)
+static double interf_eval(const struct curve *c, const struct par_op *op, double blocks)
 {
 	double k = blocks > 0 ? blocks : 0;
 
-	(void)cm;
 	if (op->cls == PAR_OP_ATTENTION)
 		return curve_eval(&c[IK_ATTN], k);
 	if (op->cls != PAR_OP_GEMM)
@@ -799,14 +797,14 @@ double par_compute_interference(const struct par_compute_model *cm, const struct
 				double blocks)
 {
 	return cm->has_interference && blocks > 0
-		       ? interf_eval(cm, cm->interf_compute, op, blocks) : 1;
+		       ? interf_eval(cm->interf_compute, op, blocks) : 1;
 }
 
 double par_comm_interference(const struct par_compute_model *cm, const struct par_op *beside,
 			     double blocks)
 {
 	return cm->has_interference && blocks > 0
-		       ? interf_eval(cm, cm->interf_comm, beside, blocks) : 1;
+		       ? interf_eval(cm->interf_comm, beside, blocks) : 1;
 }
 
 /* Read the four tables, then fit them against the measured GPU. */
