@@ -267,6 +267,10 @@ static const struct key keys[] = {
 	{ "sim.symmetry", KT_ENUM, OFF(sim.symmetry), 0, 0, "none", symmetries,
 	  "none: every rank simulated (exact); dp: one data-parallel replica stands for all "
 	  "(collectives across replicas costed in closed form; not with MoE)" },
+	{ "sim.analytic_sharing", KT_BOOL, OFF(sim.analytic_sharing), 0, 0, "true", NULL,
+	  "collectives costed in closed form (analytic fidelity, sim.symmetry dp) share each "
+	  "link with the others running on it, re-rated as they start and end; false: each "
+	  "alone on its links" },
 	{ "sim.chunk", KT_BYTES, OFF(sim.chunk_bytes), 4096, 1e12, "512KiB", NULL,
 	  "messages move in chunks of this size, at least 4 KiB (NCCL Simple: 512 KiB); "
 	  "in flow fidelity a shared link costs an event per chunk, so small chunks are slow" },

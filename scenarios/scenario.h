@@ -14,6 +14,7 @@
 #ifndef SCN_SCENARIO_H
 #define SCN_SCENARIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct scn_sim {
 	enum scn_record record;
 	double chunk_bytes;
 	uint32_t symmetry;    /* 0: none; 1: dp (one data-parallel replica) */
+	bool analytic_sharing;  /* closed forms share links (sim_config)  */
 };
 
 struct scn {

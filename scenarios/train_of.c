@@ -17,6 +17,7 @@ void scn_train_of(struct par_train *t, const struct scn *s, const struct par_com
 	sim_config_init(&t->sim);
 	t->sim.fidelity = s->sim.fidelity;
 	t->sim.chunk_bytes = s->sim.chunk_bytes;
+	t->sim.analytic_sharing = s->sim.analytic_sharing;
 	t->symmetry_dp = s->sim.symmetry == 1;
 	t->interference = s->compute.interference == PAR_INTERF_MEASURED;
 	t->sim.algos = coll_algos;

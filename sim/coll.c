@@ -19,7 +19,7 @@
  * member is the same instance. Instances retire in order once all members
  * are done.
  */
-#include "sim/sim-int.h"
+#include "sim/coll-int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -204,15 +204,6 @@ static int plan_build(struct sim *sim, struct sim_group *g, const struct sim_col
 
 /* ---- links a collective crosses (analytic costs, auto) ---------------------- */
 
-struct coll_links_memo {
-	const struct sim_coll_algo *algo;
-	enum sim_coll_op op;
-	unsigned channels;
-	struct sim_coll_linkset ls;
-	uint32_t *pattern;            /* owned arrays behind ls            */
-	struct sim_coll_links *per;
-	struct coll_links_memo *next;
-};
 
 const struct sim_coll_links *sim_coll_linkset_at(const struct sim_coll_linkset *ls,
 						 uint32_t pattern)
@@ -254,14 +245,29 @@ struct scan_route {
 	int inter;
 };
 
+/* What a scan does besides the linkset: nothing; note the footprint
+ * (share.c, sim->scratch2 mapping its links); or take each link's share
+ * with the other collectives running there (share.c). */
+enum scan_mode { SCAN_PLAIN, SCAN_FOOTPRINT, SCAN_SHARED };
+
+/* The rate of a step's messages alone: its slowest class's bandwidth. */
+static double step_rate(const struct sim_coll_links *l)
+{
+	double a = l->bw_intra_Bps, b = l->bw_inter_Bps;
+	return a > 0 && (b == 0 || a < b) ? a : b;
+}
+
 /*
  * Visit one step of the given pattern on every channel: count the messages
  * on each link, then take each route's latency and its bandwidth shared among
- * the messages on its busiest link. O(channels * p) routes per pattern.
+ * the messages on its busiest link (in SCAN_SHARED, with the other
+ * collectives' too; *shared set if any link is). O(channels * p) routes per
+ * pattern.
  */
 static void scan_pattern(struct sim *sim, const struct sim_group *g,
 			 const struct sim_coll_algo *algo, const struct sim_coll_plan *plan,
-			 const uint32_t *order, uint32_t k, struct sim_coll_links *l)
+			 const uint32_t *order, uint32_t k, struct sim_coll_links *l,
+			 enum scan_mode mode, struct coll_links_memo *m, int *shared)
 {
 	uint32_t n = plan->channels * plan->p, nr = 0;
 	struct scan_route *rs = xmalloc(n * sizeof(*rs));
@@ -285,8 +291,9 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 		const struct sim_route *r = &rs[i].r;
 		double bw = r->bw_Bps;
 		for (uint32_t j = 0; j < r->n; j++) {
-			const struct sim_link *lk = &sim->links[r->link[j]];
-			double share = lk->bw_Bps / sim->scratch[r->link[j]];
+			uint32_t link = r->link[j], own = sim->scratch[link];
+			double share = mode == SCAN_SHARED ? coll_share_bw(sim, m, link, own, shared)
+							   : sim->links[link].bw_Bps / own;
 			if (share < bw)
 				bw = share;
 		}
@@ -297,22 +304,37 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 		if (*w == 0 || bw < *w)
 			*w = bw;
 	}
+	if (mode == SCAN_FOOTPRINT) {
+		double rate = step_rate(l);
+		for (uint32_t i = 0; i < nr; i++)
+			for (uint32_t j = 0; j < rs[i].r.n; j++)
+				coll_fp_note(sim, m, rs[i].r.link[j], sim->scratch[rs[i].r.link[j]],
+					     rate);
+	}
 	for (uint32_t i = 0; i < nr; i++)
 		for (uint32_t j = 0; j < rs[i].r.n; j++)
 			sim->scratch[rs[i].r.link[j]] = 0;
 	free(rs);
 }
 
-/* Scan one step of every pattern into m's linkset. */
-static void links_compute(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
-			  const struct sim_coll_plan *plan, struct coll_links_memo *m)
+/*
+ * Scan one step of every pattern: into m's linkset (SCAN_PLAIN, and
+ * SCAN_FOOTPRINT when the memo is new), or into out (the other modes on a
+ * memo that has its linkset). Returns 1 if a link was shared (SCAN_SHARED).
+ */
+static int links_scan(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
+		      const struct sim_coll_plan *plan, struct coll_links_memo *m,
+		      enum scan_mode mode, struct sim_coll_links *out)
 {
 	uint32_t *order = xmalloc((size_t)plan->channels * plan->p * sizeof(uint32_t));
 	for (uint32_t c = 0; c < plan->channels; c++)
 		group_order(g, algo->flags & SIM_COLL_SNAKE, c, order + (size_t)c * plan->p);
-	/* At most nsteps patterns, usually one or log p; O(patterns^2) lookups. */
-	m->pattern = xmalloc((plan->nsteps + 1) * sizeof(uint32_t));
-	m->per = xmalloc((plan->nsteps + 1) * sizeof(*m->per));
+	int fresh = !m->pattern, shared = 0;
+	if (fresh) {
+		/* At most nsteps patterns, usually one or log p; O(patterns^2) lookups. */
+		m->pattern = xmalloc((plan->nsteps + 1) * sizeof(uint32_t));
+		m->per = xmalloc((plan->nsteps + 1) * sizeof(*m->per));
+	}
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < plan->nsteps; k++) {
 		uint32_t pat = algo->pattern ? algo->pattern(plan, k) : k, i;
@@ -320,39 +342,93 @@ static void links_compute(struct sim *sim, struct sim_group *g, const struct sim
 			;
 		if (i < n)
 			continue;
+		struct sim_coll_links *l = fresh ? &m->per[n] : &out[n];
 		m->pattern[n] = pat;
-		m->per[n] = (struct sim_coll_links){ 0 };
-		scan_pattern(sim, g, algo, plan, order, k, &m->per[n]);
-		links_merge(&m->ls.all, &m->per[n]);
+		*l = (struct sim_coll_links){ 0 };
+		scan_pattern(sim, g, algo, plan, order, k, l, mode, m, &shared);
+		if (fresh)
+			links_merge(&m->ls.all, l);
 		n++;
 	}
-	m->ls.n = n;
-	m->ls.pattern = m->pattern;
-	m->ls.per = m->per;
+	if (fresh) {
+		m->ls.n = n;
+		m->ls.pattern = m->pattern;
+		m->ls.per = m->per;
+	}
 	free(order);
+	return shared;
 }
 
-/* The memo of a collective's links on a group, computed on first use. */
+/* Plan a memo's collective again (it was planned when the memo was made). */
+static void memo_plan(struct sim *sim, struct sim_group *g, const struct coll_links_memo *m,
+		      struct sim_coll_plan *plan)
+{
+	char err[256];
+	unsigned c = m->channels;
+	BUG_ON(plan_build(sim, g, m->algo, m->op, m->bytes, &c, plan, err, sizeof(err)) < 0);
+}
+
+struct coll_links_memo *coll_memo_get(struct sim *sim, uint32_t group,
+				      const struct sim_coll_algo *algo,
+				      enum sim_coll_op op, double bytes,
+				      unsigned channels)
+{
+	struct sim_group *g = &sim->groups[group];
+	struct sim_coll_plan plan;
+	char err[256];
+	for (struct coll_links_memo *m = g->memo; m; m = m->next)
+		if (m->algo == algo && m->op == op && m->channels == channels)
+			return m;
+	unsigned c = channels;
+	if (plan_build(sim, g, algo, op, bytes, &c, &plan, err, sizeof(err)) < 0)
+		return NULL;
+	struct coll_links_memo *m = xcalloc(1, sizeof(*m));
+	m->algo = algo, m->op = op, m->channels = channels, m->bytes = bytes, m->next = g->memo;
+	g->memo = m;
+	int census = sim->cfg.analytic_sharing;
+	if (census)
+		coll_fp_begin(sim, m);
+	links_scan(sim, g, algo, &plan, m, census ? SCAN_FOOTPRINT : SCAN_PLAIN, NULL);
+	if (census) {
+		coll_fp_end(sim, m);
+		coll_share_census(sim, group, m);
+	}
+	return m;
+}
+
+void coll_memo_footprint(struct sim *sim, uint32_t group, struct coll_links_memo *m)
+{
+	struct sim_coll_plan plan;
+	if (m->has_fp)
+		return;
+	memo_plan(sim, &sim->groups[group], m, &plan);
+	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
+				      sizeof(*sim->share_per), 8);
+	coll_fp_begin(sim, m);
+	links_scan(sim, &sim->groups[group], m->algo, &plan, m, SCAN_FOOTPRINT, sim->share_per);
+	coll_fp_end(sim, m);
+}
+
+int coll_memo_shared(struct sim *sim, uint32_t group, struct coll_links_memo *m,
+		     struct sim_coll_links *per)
+{
+	struct sim_coll_plan plan;
+	memo_plan(sim, &sim->groups[group], m, &plan);
+	coll_fp_map(sim, m, 1);
+	int shared = links_scan(sim, &sim->groups[group], m->algo, &plan, m, SCAN_SHARED, per);
+	coll_fp_map(sim, m, 0);
+	return shared;
+}
+
+/* The linkset of a collective on a group (empty if it cannot be planned). */
 static const struct sim_coll_linkset *links_get(struct sim *sim, uint32_t group,
 						const struct sim_coll_algo *algo,
 						enum sim_coll_op op, double bytes,
 						unsigned channels)
 {
 	static const struct sim_coll_linkset none;
-	struct sim_group *g = &sim->groups[group];
-	struct sim_coll_plan plan;
-	char err[256];
-	for (struct coll_links_memo *m = g->memo; m; m = m->next)
-		if (m->algo == algo && m->op == op && m->channels == channels)
-			return &m->ls;
-	unsigned c = channels;
-	if (plan_build(sim, g, algo, op, bytes, &c, &plan, err, sizeof(err)) < 0)
-		return &none;
-	struct coll_links_memo *m = xcalloc(1, sizeof(*m));
-	m->algo = algo, m->op = op, m->channels = channels, m->next = g->memo;
-	links_compute(sim, g, algo, &plan, m);
-	g->memo = m;
-	return &m->ls;
+	const struct coll_links_memo *m = coll_memo_get(sim, group, algo, op, bytes, channels);
+	return m ? &m->ls : &none;
 }
 
 void sim_coll_links(struct sim *sim, uint32_t group, const struct sim_coll_algo *algo,
@@ -421,8 +497,8 @@ static int coll_closed_form(struct sim *sim, uint32_t group)
  * and remembered (a training step repeats a handful of collectives per
  * group thousands of times). NULL with err if it cannot run.
  */
-static const struct coll_choice *coll_choose(struct sim *sim, uint32_t group,
-					     const struct sim_op *op, char *err, size_t errlen)
+const struct coll_choice *coll_choose(struct sim *sim, uint32_t group, const struct sim_op *op,
+				      char *err, size_t errlen)
 {
 	struct sim_group *g = &sim->groups[group];
 	for (unsigned i = 0; i < COLL_CHOICES; i++) {
@@ -473,43 +549,14 @@ double sim_coll_time_s(struct sim *sim, uint32_t group, const struct sim_coll_al
 
 /* ---- instances -------------------------------------------------------------- */
 
-enum { CM_SEND_DONE = 1, CM_RECV_DONE = 2, CM_SEND_WAIT = 4 };
-
-/* coll_inst.stream of a member that has not joined (absent ones never do). */
-#define COLL_ABSENT 0xffu
-
-struct coll_member {
-	int32_t step;     /* -1 before joining, nsteps when done */
-	uint8_t flags;
-};
-
-struct coll_inst {
-	struct sim_event ev;          /* closed-form completion            */
-	sim_ps time_ps;               /* analytic: the closed form         */
-	uint32_t group;
-	uint32_t chain;               /* collectives it stands for (>= 1)  */
-	sim_ps *chain_end;            /* chain > 1: each op's end, from the
-				       * start of the first (closed form)  */
-	const struct sim_op *op;      /* the first joiner's op             */
-	const struct sim_coll_algo *algo;
-	unsigned channels_asked;
-	struct sim_coll_plan *plan;   /* per channel (roots differ)        */
-	uint32_t joined, finished;
-	uint32_t *order;              /* [c * p + v] -> member             */
-	uint32_t *vpos;               /* [c * p + member] -> v             */
-	struct coll_member *m;        /* [c * p + v]                       */
-	uint16_t *chan_left;          /* [member]                          */
-	uint8_t *stream;              /* [member]: stream of its op        */
-	struct sim_coll_plan plan1;   /* plan when it has one channel      */
-	/* chan_left and stream follow the struct, in the same allocation */
-};
-
 /* Free what an instance holds besides its own block. */
 static void inst_free_parts(struct coll_inst *in)
 {
 	if (in->plan != &in->plan1)
 		free(in->plan);
 	free(in->chain_end);
+	free(in->chain_op);
+	free(in->seg);
 	free(in->order);
 	free(in->vpos);
 	free(in->m);
@@ -545,9 +592,7 @@ void sim_group_free(struct sim_group *g)
 	while (g->memo) {
 		struct coll_links_memo *m = g->memo;
 		g->memo = m->next;
-		free(m->pattern);
-		free(m->per);
-		free(m);
+		coll_memo_free(m);
 	}
 	free(g->live);
 	free(g->ranks);
@@ -666,6 +711,16 @@ static void member_finish(struct sim *sim, struct coll_inst *in, uint32_t member
 static void analytic_fire(struct sim *sim, struct sim_event *ev)
 {
 	struct coll_inst *in = container_of(ev, struct coll_inst, ev);
+	if (in->wake)
+		return;  /* re-rated: its end moved later (share.c) */
+	if (in->registered)
+		coll_share_end(sim, in);
+	else
+		coll_closed_finish(sim, in);
+}
+
+void coll_closed_finish(struct sim *sim, struct coll_inst *in)
+{
 	uint32_t group = in->group, n = sim->groups[group].n;
 	const uint32_t *ranks = sim->groups[group].ranks;
 	/* The members are cold: fetch a few ahead of the one being finished. */
@@ -794,9 +849,11 @@ static int chain_plan(struct sim *sim, struct coll_inst *in, uint32_t seq, uint3
 	struct sim_group *g = &sim->groups[in->group];
 	char err[256];
 	in->chain_end = xmalloc(chain * sizeof(sim_ps));
+	in->chain_op = xmalloc(chain * sizeof(*in->chain_op));
 	sim_ps t = 0;
 	for (uint32_t k = 0; k < chain; k++) {
 		const struct sim_op *op = &r->prog->ops[h[k].op];
+		in->chain_op[k] = op;
 		const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
 		if (!c) {
 			sim_fail(sim, "collective '%s' on %u ranks: %s", op->name, g->n, err);
@@ -849,15 +906,22 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 	r->blocks[stream] = (uint8_t)(in->plan->channels < 255 ? in->plan->channels : 255);
 	if (coll_closed_form(sim, group)) {
 		if (in->joined == sim_group_present(sim, group)) {
-			sim_ps t = sim_ps_add(sim->now, in->chain > 1 ? in->chain_end[in->chain - 1]
-								 : in->time_ps);
+			sim_ps total = in->chain > 1 ? in->chain_end[in->chain - 1] : in->time_ps;
+			sim_ps t = sim_ps_add(sim->now, total);
 			if (t == SIM_PS_MAX) {
 				char what[160];
 				snprintf(what, sizeof(what), "collective '%.100s' (started at %g s)",
 					 in->op->name, sim_ps_to_s(sim->now));
 				sim_fail_clock(sim, what);
 			}
+			/* Its end alone; sharing can only move it later (share.c). */
 			sim_schedule(sim, t, &in->ev);
+			in->started = 1;
+			in->t0 = in->t_upd = sim->now;
+			in->rate = 1;
+			in->total = (double)total;
+			if (g->shared)
+				coll_share_start(sim, in);
 		}
 		return in->chain;
 	}

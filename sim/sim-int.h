@@ -11,6 +11,10 @@
 #include "sim/sim.h"
 
 struct sim_xfer;
+struct link_users;
+struct coll_inst;
+struct coll_wake;
+struct coll_links_memo;
 
 struct sim_link {
 	double bw_Bps;
@@ -161,6 +165,8 @@ struct sim_group {
 	struct sim_coll_links basic;  /* ring-neighbour routes, once      */
 	uint8_t basic_done;
 	uint8_t choice_next;
+	uint8_t shared;               /* a link it crosses is another
+				       * group's too (share.c's census)   */
 	struct coll_choice choice[COLL_CHOICES];
 	struct coll_links_memo *memo;
 	struct coll_inst *spare;      /* a finished instance's block      */
@@ -205,6 +211,21 @@ struct sim {
 	struct p2p_map *p2p;
 	uint32_t *scratch;           /* nlinks counters for coll.c          */
 	uint32_t scratchcap;
+	/* Closed-form instances sharing links (share.c). */
+	struct link_users *share_users;  /* [link]: instances registered   */
+	uint32_t *share_load;        /* [link]: their footprint counts      */
+	double *share_dem;           /* [link]: their demands, B/s          */
+	uint32_t *share_owner;       /* [link]: 1 + the first group whose
+				      * links it is (0: none yet)           */
+	uint32_t share_ownercap;
+	uint32_t *share_map;         /* [link]: coll_fp_map's index + 1     */
+	uint32_t share_mapcap;
+	uint32_t share_cap;
+	struct coll_inst **share_aff;  /* instances to re-rate              */
+	uint32_t share_naff, share_affcap, share_gen;
+	struct sim_coll_links *share_per;
+	uint32_t share_percap;
+	struct coll_wake *share_wake_free;
 
 	char *err;                   /* first fatal error of the run        */
 	uint64_t fire_seq;           /* heap sequence of the event firing   */
@@ -228,6 +249,11 @@ struct sim {
 				      * fixed (sim_set_recorder)            */
 	uint8_t clock_failed;        /* err: a time passed SIM_PS_MAX       */
 };
+
+/* share.c */
+/* sim_free's drain: a heap entry that share.c owns is taken back (1). */
+int coll_share_event_free(struct sim *sim, struct sim_event *ev);
+void coll_share_free(struct sim *sim);
 
 /* sim.c */
 /* Schedule as sim_schedule and return the entry's heap sequence number. */

@@ -47,6 +47,7 @@ void sim_config_init(struct sim_config *cfg)
 		.fidelity = SIM_FIDELITY_FLOW,
 		.chunk_bytes = SIM_DEFAULT_CHUNK_BYTES,
 		.algos = NULL,
+		.analytic_sharing = 1,
 	};
 }
 
@@ -84,6 +85,8 @@ void sim_free(struct sim *sim)
 			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
 			b->next_free = sim->bundle_free;
 			sim->bundle_free = b;
+		} else {
+			coll_share_event_free(sim, e.ev);
 		}
 	}
 	for (uint32_t g = 0; g < sim->ngroups; g++)
@@ -101,6 +104,7 @@ void sim_free(struct sim *sim)
 	free(sim->links);
 	free(sim->ranks);
 	free(sim->scratch);
+	coll_share_free(sim);
 	free(sim->absent);
 	free(sim->err);
 	sim_heap_clear(&sim->heap);

@@ -367,6 +367,9 @@ struct sim_config {
 	/* Algorithms that `auto` chooses from (NULL-terminated), best first
 	 * on ties. Usually collectives/'s registry. */
 	const struct sim_coll_algo *const *algos;
+	/* Collectives costed in closed form share the links they cross with
+	 * the others running there (share.c); 0: each alone on its links. */
+	int analytic_sharing;
 };
 
 /* NCCL's Simple protocol: a 4 MiB buffer in 8 slots, 512 KiB per slot. */

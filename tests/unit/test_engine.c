@@ -7,7 +7,8 @@
  *   pairs  every ordered pair of ranks has its own link, created on first use
  *          (so no two flows between different pairs ever share a link);
  *   star   every rank has one transmit and one receive link, so a route
- *          src -> dst is [tx(src), rx(dst)] and flows into one rank share.
+ *          src -> dst is [tx(src), rx(dst)] and flows into one rank share;
+ *   bus    one link that every route crosses.
  * Every route has latency alpha and bandwidth W. The expected times below are
  * the α-β closed forms of SPEC.md; transfers move in chunks whose wire times
  * are rounded to picoseconds, so comparisons allow one picosecond per chunk.
@@ -28,9 +29,9 @@
 
 /* ---- the test topology ----------------------------------------------------- */
 
-enum tt_kind { TT_PAIRS, TT_STAR };
+enum tt_kind { TT_PAIRS, TT_STAR, TT_BUS };
 
-enum { TT_TAG_PAIR = 1, TT_TAG_TX, TT_TAG_RX };
+enum { TT_TAG_PAIR = 1, TT_TAG_TX, TT_TAG_RX, TT_TAG_BUS };
 #define TT_TAG(kind, i) (((uint32_t)(kind) << 28) | (uint32_t)(i))
 #define TT_NONE UINT32_MAX
 
@@ -46,7 +47,8 @@ struct ttopo {
 static void ttopo_init(struct ttopo *t, enum tt_kind kind, uint32_t nranks,
 		       double alpha_s, double bw_Bps)
 {
-	size_t n = kind == TT_PAIRS ? (size_t)nranks * nranks : 2 * (size_t)nranks;
+	size_t n = kind == TT_PAIRS ? (size_t)nranks * nranks
+		 : kind == TT_STAR ? 2 * (size_t)nranks : 1;
 	*t = (struct ttopo){
 		.kind = kind, .nranks = nranks, .alpha_ps = sim_ps_from_s(alpha_s),
 		.bw_Bps = bw_Bps, .link = malloc(n * sizeof(uint32_t)),
@@ -82,6 +84,8 @@ static void tt_route(void *topo, struct sim *sim, uint32_t src, uint32_t dst,
 	if (t->kind == TT_PAIRS) {
 		size_t i = (size_t)src * t->nranks + dst;
 		out->link[out->n++] = tt_link(t, sim, i, TT_TAG(TT_TAG_PAIR, i));
+	} else if (t->kind == TT_BUS) {
+		out->link[out->n++] = tt_link(t, sim, 0, TT_TAG(TT_TAG_BUS, 0));
 	} else {
 		out->link[out->n++] = tt_link(t, sim, 2 * (size_t)src, TT_TAG(TT_TAG_TX, src));
 		out->link[out->n++] = tt_link(t, sim, 2 * (size_t)dst + 1, TT_TAG(TT_TAG_RX, dst));
@@ -110,6 +114,9 @@ static void tt_link_name(void *topo, uint32_t tag, char *buf, size_t len)
 		break;
 	case TT_TAG_TX:
 		snprintf(buf, len, "r%u.tx", i);
+		break;
+	case TT_TAG_BUS:
+		snprintf(buf, len, "bus");
 		break;
 	default:
 		snprintf(buf, len, "r%u.rx", i);
@@ -1110,6 +1117,82 @@ START_TEST(test_interference)
 END_TEST
 
 /*
+ * Closed forms share links (share.c). On the bus, ranks {0,1} and {2,3} are
+ * two groups, each with a ring all-reduce of n = 100 MB on one channel: two
+ * messages of n/2 a step, two steps. Alone a step is a + (n/2)/(W/2), so
+ * TA = 2a + 2n/W = 4.02 ms; with the other group's two messages on the bus
+ * too, TS = 2a + 4n/W = 8.02 ms. Started together both end at TS; in flow
+ * within 1 % (one group's latency overlaps the other's wire time). Group
+ * B starting s = 1 ms later: A runs alone to s, then at rate TA/TS, and ends
+ * at eA = s + (TA - s) TS / TA; by then B
+ * has done TA - s of its closed form, and ends alone s later, at eA + s.
+ * With sim.analytic_sharing off each ends TA after its start.
+ */
+static struct sim_program *delayed_allreduce(double n, sim_ps delay)
+{
+	struct sim_program *p = sim_program_new();
+	uint32_t w = sim_program_compute(p, 0, "w", delay, 0, 0);
+	sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, n, 1, 0);
+	sim_program_dep(p, w);
+	return p;
+}
+
+/* Run groups {0,1} (no delay) and {2,3} (delay) on the bus; their ends. */
+static void bus_pair(enum sim_fidelity fid, int sharing, sim_ps delay, sim_ps *ea, sim_ps *eb)
+{
+	struct sim_config cfg;
+	sim_config_init(&cfg);
+	cfg.fidelity = fid;
+	cfg.algos = coll_algos;
+	cfg.analytic_sharing = sharing;
+	struct ttopo t;
+	ttopo_init(&t, TT_BUS, 4, 10e-6, 50e9);
+	struct sim *sim = sim_new(&cfg, 4, &tt_ops, &t);
+	uint32_t a[2] = { 0, 1 }, b[2] = { 2, 3 };
+	uint32_t ga = sim_group_add(sim, a, 2), gb = sim_group_add(sim, b, 2);
+	struct sim_program *pa = delayed_allreduce(1e8, 0), *pb = delayed_allreduce(1e8, delay);
+	for (uint32_t r = 0; r < 4; r++)
+		sim_rank_start(sim, r, r < 2 ? pa : pb, r < 2 ? &ga : &gb, 1);
+	ck_assert_msg(sim_run(sim) == 0, "sim_run: %s", sim_error(sim));
+	*ea = sim_rank_end(sim, 0), *eb = sim_rank_end(sim, 2);
+	ck_assert_int_eq(sim_rank_end(sim, 1), *ea);
+	ck_assert_int_eq(sim_rank_end(sim, 3), *eb);
+	sim_program_free(pa);
+	sim_program_free(pb);
+	sim_free(sim);
+	ttopo_clear(&t);
+}
+
+START_TEST(test_analytic_sharing)
+{
+	const double TA = 4.02e-3, TS = 8.02e-3, s = 1e-3;
+	sim_ps ea, eb, fa, fb;
+	bus_pair(SIM_FIDELITY_ANALYTIC, 1, 0, &ea, &eb);
+	ck_assert_msg(rel_err(sim_ps_to_s(ea), TS) < 1e-9 && ea == eb,
+		      "together: %lld and %lld ps, expected %.9g s", (long long)ea, (long long)eb, TS);
+	bus_pair(SIM_FIDELITY_FLOW, 1, 0, &fa, &fb);
+	ck_assert_msg(rel_err(sim_ps_to_s(fa), TS) < 0.01 && rel_err(sim_ps_to_s(fb), TS) < 0.01,
+		      "flow together: %lld and %lld ps, expected %.9g s", (long long)fa,
+		      (long long)fb, TS);
+	bus_pair(SIM_FIDELITY_ANALYTIC, 1, sim_ps_from_s(s), &ea, &eb);
+	double want_a = s + (TA - s) * TS / TA;
+	ck_assert_msg(rel_err(sim_ps_to_s(ea), want_a) < 1e-9, "staggered: A ends at %.9g s, "
+		      "expected %.9g s", sim_ps_to_s(ea), want_a);
+	ck_assert_msg(rel_err(sim_ps_to_s(eb), want_a + s) < 1e-9, "staggered: B ends at %.9g s, "
+		      "expected %.9g s", sim_ps_to_s(eb), want_a + s);
+	bus_pair(SIM_FIDELITY_FLOW, 1, sim_ps_from_s(s), &fa, &fb);
+	ck_assert_msg(rel_err(sim_ps_to_s(fa), want_a) < 0.05 &&
+		      rel_err(sim_ps_to_s(fb), want_a + s) < 0.05, "staggered in flow: %.9g and "
+		      "%.9g s, analytic %.9g and %.9g s", sim_ps_to_s(fa), sim_ps_to_s(fb), want_a,
+		      want_a + s);
+	bus_pair(SIM_FIDELITY_ANALYTIC, 0, sim_ps_from_s(s), &ea, &eb);
+	ck_assert_msg(rel_err(sim_ps_to_s(ea), TA) < 1e-9 && rel_err(sim_ps_to_s(eb), s + TA) < 1e-9,
+		      "sharing off: %.9g and %.9g s, expected %.9g and %.9g s", sim_ps_to_s(ea),
+		      sim_ps_to_s(eb), TA, s + TA);
+}
+END_TEST
+
+/*
  * The clock ends at SIM_PS_MAX (about 106.75 days): a run that would go
  * past it fails with a message naming what and the limit, and
  * sim_failed_clock says so, whichever way the time got there: a compute op
@@ -1612,6 +1695,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_run_cut);
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_interference);
+	tcase_add_test(tc, test_analytic_sharing);
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);
 	tcase_add_test(tc, test_coll_chain);

@@ -1,0 +1,493 @@
+/*
+ * share.c - collectives costed in closed form share the links they cross.
+ *
+ * A closed form prices a collective alone on its links: its own messages on
+ * a link divide the link's bandwidth, nobody else's do. Two groups whose
+ * collectives cross one NIC at once would each get all of it, where a flow
+ * run gives each a share. So each running closed-form instance registers its
+ * footprint (every link it crosses, with its most messages on it in one
+ * step and the bandwidth they demand there alone), and its rate follows the
+ * sharing. On a link of bandwidth C where it has m messages and the other
+ * instances registered there have M messages demanding D in all, each of
+ * its messages gets what the others leave, (C - D) / m, but never less than
+ * the fair share C / (m + M) (others that demand more than their share are
+ * held to it too); a route's bandwidth is the least over its links. The
+ * rate is the closed form alone over the closed form on those bandwidths
+ * (<= 1). An
+ * instance is re-rated when another starts or ends on one of its links; its
+ * progress is kept in ps of its closed form (tau), and its end moves to when
+ * tau reaches the whole. Nothing costs an event but the moved ends: an
+ * instance is scheduled at its end alone (in->ev, coll.c), and a re-rating
+ * that moves it (later: the rate is at most 1) schedules a wake, leaving the
+ * earlier entry to be skipped when it fires.
+ *
+ * A chain (several collectives one after another on one group, one
+ * instance) is re-rated by the collective in progress; the chain's op ends,
+ * in tau, are mapped to wall time through the segments of its rate when it
+ * ends. An instance that never shares a link ends at start + closed form,
+ * exactly as without sharing.
+ */
+#include "sim/coll-int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A completion event of a shared instance. A re-rating schedules a new one
+ * and leaves the old in the heap with in = NULL: it is skipped when it fires
+ * (the heap cannot remove an entry). Each wake is in the heap once. */
+struct coll_wake {
+	struct sim_event ev;
+	struct coll_inst *in;        /* NULL: superseded                    */
+	struct coll_wake *next_free;
+};
+
+/* The instances registered on one link. */
+struct link_users {
+	struct coll_inst **in;
+	uint32_t n, cap;
+};
+
+/* ---- memos: footprints ------------------------------------------------------ */
+
+/* sim->share_map: a link's index in the footprint being made or read, + 1. */
+static void map_fit(struct sim *sim)
+{
+	if (sim->share_mapcap >= sim->nlinks)
+		return;
+	uint32_t old = sim->share_mapcap;
+	sim->share_mapcap = sim->nlinks * 2;
+	sim->share_map = xreallocarray(sim->share_map, sim->share_mapcap, sizeof(uint32_t));
+	memset(sim->share_map + old, 0, (sim->share_mapcap - old) * sizeof(uint32_t));
+}
+
+static void memo_drop_fp(struct coll_links_memo *m)
+{
+	free(m->fp_link);
+	free(m->fp_count);
+	free(m->fp_dem);
+	m->fp_link = m->fp_count = NULL;
+	m->fp_dem = NULL;
+	m->nfp = m->fpcap = 0;
+	m->has_fp = 0;
+}
+
+void coll_fp_begin(struct sim *sim, struct coll_links_memo *m)
+{
+	memo_drop_fp(m);
+	map_fit(sim);
+}
+
+void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uint32_t own,
+		  double rate)
+{
+	map_fit(sim);
+	uint32_t *slot = &sim->share_map[link];
+	if (!*slot) {
+		if (m->nfp == m->fpcap) {
+			m->fpcap = m->fpcap ? 2 * m->fpcap : 16;
+			m->fp_link = xreallocarray(m->fp_link, m->fpcap, sizeof(uint32_t));
+			m->fp_count = xreallocarray(m->fp_count, m->fpcap, sizeof(uint32_t));
+			m->fp_dem = xreallocarray(m->fp_dem, m->fpcap, sizeof(double));
+		}
+		m->fp_link[m->nfp] = link;
+		m->fp_count[m->nfp] = 0;
+		m->fp_dem[m->nfp] = 0;
+		*slot = ++m->nfp;
+	}
+	uint32_t i = *slot - 1;
+	if (own > m->fp_count[i])
+		m->fp_count[i] = own;
+	if (own * rate > m->fp_dem[i])
+		m->fp_dem[i] = own * rate;
+}
+
+void coll_fp_end(struct sim *sim, struct coll_links_memo *m)
+{
+	coll_fp_map(sim, m, 0);
+	if (m->nfp && m->nfp < m->fpcap) {  /* kept while the group is shared */
+		m->fp_link = xreallocarray(m->fp_link, m->nfp, sizeof(uint32_t));
+		m->fp_count = xreallocarray(m->fp_count, m->nfp, sizeof(uint32_t));
+		m->fp_dem = xreallocarray(m->fp_dem, m->nfp, sizeof(double));
+		m->fpcap = m->nfp;
+	}
+	m->has_fp = 1;
+}
+
+void coll_fp_map(struct sim *sim, const struct coll_links_memo *m, int on)
+{
+	map_fit(sim);
+	for (uint32_t i = 0; i < m->nfp; i++)
+		sim->share_map[m->fp_link[i]] = on ? i + 1 : 0;
+}
+
+void coll_memo_free(struct coll_links_memo *m)
+{
+	free(m->pattern);
+	free(m->per);
+	memo_drop_fp(m);
+	free(m);
+}
+
+/* ---- the links' users ------------------------------------------------------ */
+
+static void users_fit(struct sim *sim)
+{
+	if (sim->share_cap >= sim->nlinks)
+		return;
+	uint32_t old = sim->share_cap;
+	sim->share_cap = sim->nlinks * 2;
+	sim->share_users = xreallocarray(sim->share_users, sim->share_cap,
+					 sizeof(*sim->share_users));
+	sim->share_load = xreallocarray(sim->share_load, sim->share_cap, sizeof(uint32_t));
+	sim->share_dem = xreallocarray(sim->share_dem, sim->share_cap, sizeof(double));
+	memset(sim->share_users + old, 0, (sim->share_cap - old) * sizeof(*sim->share_users));
+	memset(sim->share_load + old, 0, (sim->share_cap - old) * sizeof(uint32_t));
+	memset(sim->share_dem + old, 0, (sim->share_cap - old) * sizeof(double));
+}
+
+/* Remember u for re-rating, once per visit (stamp share_gen). */
+static void affect(struct sim *sim, struct coll_inst *u)
+{
+	if (u->mark == sim->share_gen)
+		return;
+	u->mark = sim->share_gen;
+	sim->share_aff = xgrow_zeroed(sim->share_aff, &sim->share_affcap, sim->share_naff,
+			       sizeof(*sim->share_aff), 16);
+	sim->share_aff[sim->share_naff++] = u;
+}
+
+/* Register in on its footprint; the instances it meets are affected if
+ * meet is set. */
+static void users_add(struct sim *sim, struct coll_inst *in, int meet)
+{
+	const struct coll_links_memo *m = in->fp;
+	users_fit(sim);
+	in->registered = 1;
+	in->mark = sim->share_gen;  /* not itself */
+	for (uint32_t i = 0; i < m->nfp; i++) {
+		struct link_users *u = &sim->share_users[m->fp_link[i]];
+		for (uint32_t k = 0; k < u->n && meet; k++)
+			affect(sim, u->in[k]);
+		u->in = xgrow_zeroed(u->in, &u->cap, u->n, sizeof(*u->in), 4);
+		u->in[u->n++] = in;
+		sim->share_load[m->fp_link[i]] += m->fp_count[i];
+		sim->share_dem[m->fp_link[i]] += m->fp_dem[i];
+	}
+}
+
+static void users_remove(struct sim *sim, struct coll_inst *in)
+{
+	const struct coll_links_memo *m = in->fp;
+	in->mark = sim->share_gen;
+	in->registered = 0;
+	for (uint32_t i = 0; i < m->nfp; i++) {
+		struct link_users *u = &sim->share_users[m->fp_link[i]];
+		uint32_t k = 0;
+		while (k < u->n && u->in[k] != in)
+			k++;
+		BUG_ON(k == u->n);
+		memmove(u->in + k, u->in + k + 1, (u->n - k - 1) * sizeof(*u->in));
+		u->n--;
+		sim->share_load[m->fp_link[i]] -= m->fp_count[i];
+		/* exact: back to 0 when the last leaves (sums of equal terms drift) */
+		sim->share_dem[m->fp_link[i]] = u->n ? sim->share_dem[m->fp_link[i]] - m->fp_dem[i]
+						     : 0;
+		for (k = 0; k < u->n; k++)
+			affect(sim, u->in[k]);
+	}
+}
+
+/* ---- the census ------------------------------------------------------------ */
+
+/* The links memo of an instance's (first) collective. */
+static struct coll_links_memo *inst_memo(struct sim *sim, const struct coll_inst *in)
+{
+	return coll_memo_get(sim, in->group, in->algo, in->op->coll, in->op->bytes,
+			     in->channels_asked);
+}
+
+/*
+ * Most groups are alone on their links (a tensor-parallel group on its
+ * GPUs' NVLink ports, a data-parallel group on its rail): their instances
+ * need not register, and their memos need not keep footprints. The census
+ * notes, per link, the first group whose memo crosses it; a group whose
+ * memo crosses a link of another group's, and that group, become shared
+ * for good. A group becoming shared registers its instances running now.
+ * A memo of a group alone drops its footprint; it is scanned again when
+ * the group becomes shared.
+ */
+static void group_share(struct sim *sim, uint32_t group)
+{
+	struct sim_group *g = &sim->groups[group];
+	if (g->shared)
+		return;
+	g->shared = 1;
+	for (uint32_t i = 0; i < g->nlive; i++) {
+		struct coll_inst *in = g->live[i];
+		if (in && in->started && !in->finished && !in->registered &&
+		    (in->fp = inst_memo(sim, in))) {
+			coll_memo_footprint(sim, group, in->fp);
+			users_add(sim, in, 0);  /* alone so far: nothing to re-rate */
+		}
+	}
+}
+
+void coll_share_census(struct sim *sim, uint32_t group, struct coll_links_memo *m)
+{
+	if (sim->share_ownercap < sim->nlinks) {
+		uint32_t old = sim->share_ownercap;
+		sim->share_ownercap = sim->nlinks * 2;
+		sim->share_owner = xreallocarray(sim->share_owner, sim->share_ownercap,
+						 sizeof(uint32_t));
+		memset(sim->share_owner + old, 0, (sim->share_ownercap - old) * sizeof(uint32_t));
+	}
+	for (uint32_t i = 0; i < m->nfp; i++) {
+		uint32_t *o = &sim->share_owner[m->fp_link[i]];
+		if (!*o) {
+			*o = group + 1;
+		} else if (*o != group + 1) {
+			group_share(sim, *o - 1);
+			group_share(sim, group);
+		}
+	}
+	if (!sim->groups[group].shared)
+		memo_drop_fp(m);
+}
+
+/* ---- rates ------------------------------------------------------------------ */
+
+/* The op of in whose closed form is in progress at tau. */
+static const struct sim_op *op_at(const struct coll_inst *in)
+{
+	if (in->chain < 2)
+		return in->op;
+	uint32_t k = 0;
+	while (k + 1 < in->chain && (double)in->chain_end[k] <= in->tau)
+		k++;
+	return in->chain_op[k];
+}
+
+/* Fold one class of links into another: the larger latency, the smaller
+ * bandwidth. */
+static void class_merge(struct sim_coll_links *into, const struct sim_coll_links *l)
+{
+	if (l->alpha_intra_s > into->alpha_intra_s)
+		into->alpha_intra_s = l->alpha_intra_s;
+	if (l->bw_intra_Bps > 0 && (into->bw_intra_Bps == 0 || l->bw_intra_Bps < into->bw_intra_Bps))
+		into->bw_intra_Bps = l->bw_intra_Bps;
+	if (l->alpha_inter_s > into->alpha_inter_s)
+		into->alpha_inter_s = l->alpha_inter_s;
+	if (l->bw_inter_Bps > 0 && (into->bw_inter_Bps == 0 || l->bw_inter_Bps < into->bw_inter_Bps))
+		into->bw_inter_Bps = l->bw_inter_Bps;
+}
+
+double coll_share_bw(struct sim *sim, const struct coll_links_memo *m, uint32_t link,
+		     uint32_t own, int *shared)
+{
+	double C = sim->links[link].bw_Bps, alone = C / own;
+	uint32_t i = sim->share_map[link];
+	uint32_t fp = i ? m->fp_count[i - 1] : 0, load = link < sim->share_cap ? sim->share_load[link] : 0;
+	uint32_t others = load > fp ? load - fp : 0;
+	if (!others)
+		return alone;
+	*shared = 1;
+	double d = sim->share_dem[link] - (i ? m->fp_dem[i - 1] : 0);
+	double left = (C - (d > 0 ? d : 0)) / own, fair = C / (own + others);
+	return left > fair ? (left < alone ? left : alone) : fair;
+}
+
+/* A step of a 64-bit hash (splitmix64's finaliser over a ^ b). */
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * in's rate now: its current collective's closed form alone over the same on
+ * the links as shared now (1 if it shares none). The routes are scanned
+ * again: O(channels * p) routes, once per re-rating.
+ */
+static double share_rate(struct sim *sim, const struct coll_inst *in)
+{
+	const struct sim_op *op = op_at(in);
+	char err[256];
+	const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
+	if (!c || !(c->time_s > 0))
+		return 1.0;
+	struct coll_links_memo *m = coll_memo_get(sim, in->group, c->algo, op->coll, op->bytes,
+						  op->channels);
+	if (!m || !m->ls.n)
+		return 1.0;
+	coll_memo_footprint(sim, in->group, m);
+	/* The same sharing comes back (the same groups' collectives meet again
+	 * and again): the rate is remembered by a hash of what it depends on. */
+	uint64_t key = mix(0x9e3779b97f4a7c15ull, (uint64_t)op->bytes);
+	for (uint32_t i = 0; i < m->nfp; i++) {
+		uint32_t l = m->fp_link[i];
+		uint64_t d;
+		memcpy(&d, &sim->share_dem[l], sizeof(d));
+		key = mix(mix(key, sim->share_load[l]), d);
+	}
+	for (unsigned i = 0; i < SHARE_RATES; i++)
+		if (m->rate_key[i] == key && m->rate_val[i] > 0)
+			return m->rate_val[i];
+	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
+				      sizeof(*sim->share_per), 8);
+	double rate = 1.0;
+	if (coll_memo_shared(sim, in->group, m, sim->share_per)) {
+		struct sim_coll_linkset ls = { .n = m->ls.n, .pattern = m->pattern,
+					       .per = sim->share_per };
+		for (uint32_t i = 0; i < ls.n; i++)
+			class_merge(&ls.all, &sim->share_per[i]);
+		double t = c->algo->time_s(&c->plan, &ls);
+		rate = t > c->time_s ? c->time_s / t : 1.0;
+	}
+	unsigned slot = m->rate_next++ % SHARE_RATES;
+	m->rate_key[slot] = key;
+	m->rate_val[slot] = rate;
+	return rate;
+}
+
+/* ---- completion -------------------------------------------------------------- */
+
+static void wake_fire(struct sim *sim, struct sim_event *ev);
+
+static void share_schedule(struct sim *sim, struct coll_inst *in, sim_ps t)
+{
+	if (in->wake)
+		in->wake->in = NULL;
+	struct coll_wake *w = sim->share_wake_free;
+	if (w)
+		sim->share_wake_free = w->next_free;
+	else
+		w = xcalloc(1, sizeof(*w));
+	w->ev.fire = wake_fire;
+	w->in = in;
+	in->wake = w;
+	if (t == SIM_PS_MAX) {
+		char what[160];
+		snprintf(what, sizeof(what), "collective '%.100s' (started at %g s)", in->op->name,
+			 sim_ps_to_s(in->t0));
+		sim_fail_clock(sim, what);
+	}
+	sim_schedule(sim, t, &w->ev);
+}
+
+/* Bring in's progress to now and set its rate and end from the sharing now. */
+static void share_rerate(struct sim *sim, struct coll_inst *in)
+{
+	in->tau += (double)(sim->now - in->t_upd) * in->rate;
+	if (in->tau > in->total)
+		in->tau = in->total;
+	in->t_upd = sim->now;
+	double rate = share_rate(sim, in);
+	if (rate == in->rate)
+		return;  /* its end stands (in->ev's, or the last wake's) */
+	in->seg = xgrow_zeroed(in->seg, &in->segcap, in->nseg, sizeof(*in->seg), 4);
+	in->seg[in->nseg++] = (struct share_seg){ .t = sim->now, .tau = in->tau, .rate = rate };
+	in->rate = rate;
+	double left = ceil((in->total - in->tau) / rate);
+	share_schedule(sim, in, left >= (double)SIM_PS_MAX ? SIM_PS_MAX
+							   : sim_ps_add(sim->now, (sim_ps)left));
+}
+
+/* Re-rate the instances affected, in the order they were met. */
+static void rerate_affected(struct sim *sim)
+{
+	for (uint32_t i = 0; i < sim->share_naff; i++)
+		share_rerate(sim, sim->share_aff[i]);
+	sim->share_naff = 0;
+}
+
+void coll_share_start(struct sim *sim, struct coll_inst *in)
+{
+	in->fp = inst_memo(sim, in);
+	if (!in->fp)
+		return;
+	sim->share_gen++;
+	sim->share_naff = 0;
+	coll_memo_footprint(sim, in->group, in->fp);
+	if (in->fp->nfp)
+		users_add(sim, in, 1);
+	if (!sim->share_naff)
+		return;  /* alone on its links: its end stands */
+	share_rerate(sim, in);
+	rerate_affected(sim);
+}
+
+/* Wall time, from the start, at which in had done tau of its closed form. */
+static sim_ps wall_at(const struct coll_inst *in, double tau)
+{
+	sim_ps t = in->t0;
+	double tau0 = 0, rate = 1;
+	for (uint32_t i = 0; i < in->nseg && in->seg[i].tau <= tau; i++)
+		t = in->seg[i].t, tau0 = in->seg[i].tau, rate = in->seg[i].rate;
+	double d = ceil((tau - tau0) / rate);
+	return (t - in->t0) + (d > 0 ? (sim_ps)d : 0);
+}
+
+void coll_share_end(struct sim *sim, struct coll_inst *in)
+{
+	sim->share_gen++;
+	sim->share_naff = 0;
+	if (in->registered)
+		users_remove(sim, in);
+	if (in->chain > 1 && in->nseg) {
+		sim_ps whole = sim->now - in->t0, prev = 0;
+		for (uint32_t k = 0; k < in->chain; k++) {
+			sim_ps e = k + 1 < in->chain ? wall_at(in, (double)in->chain_end[k]) : whole;
+			if (e > whole)
+				e = whole;
+			if (e < prev)
+				e = prev;
+			in->chain_end[k] = prev = e;
+		}
+	}
+	rerate_affected(sim);
+	coll_closed_finish(sim, in);
+}
+
+static void wake_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct coll_wake *w = container_of(ev, struct coll_wake, ev);
+	struct coll_inst *in = w->in;
+	w->next_free = sim->share_wake_free;
+	sim->share_wake_free = w;
+	if (!in)
+		return;  /* superseded by a re-rating */
+	in->wake = NULL;
+	coll_share_end(sim, in);
+}
+
+int coll_share_event_free(struct sim *sim, struct sim_event *ev)
+{
+	if (ev->fire != wake_fire)
+		return 0;
+	struct coll_wake *w = container_of(ev, struct coll_wake, ev);
+	w->next_free = sim->share_wake_free;
+	sim->share_wake_free = w;
+	return 1;
+}
+
+void coll_share_free(struct sim *sim)
+{
+	while (sim->share_wake_free) {
+		struct coll_wake *w = sim->share_wake_free;
+		sim->share_wake_free = w->next_free;
+		free(w);
+	}
+	for (uint32_t i = 0; i < sim->share_cap; i++)
+		free(sim->share_users[i].in);
+	free(sim->share_users);
+	free(sim->share_load);
+	free(sim->share_dem);
+	free(sim->share_owner);
+	free(sim->share_map);
+	free(sim->share_aff);
+	free(sim->share_per);
+}
