@@ -149,6 +149,8 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 			continue;
 		}
 		par_tp_hook(b, o, ph, 1, where);
+		if (b->layer >= 0 && b->dp->kernel_begin)
+			b->dp->kernel_begin(b, o, ph);
 		sim_fmt(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
 			ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
@@ -158,6 +160,8 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 		par_b_label(b, lp == SIM_PHASE_FWD && b->recomputing ? SIM_PHASE_RECOMPUTE : lp, 1,
 			    o->name);
 		par_b_take_waits(b);
+		if (b->layer >= 0 && b->dp->kernel_end)  /* may free at the op's end */
+			b->dp->kernel_end(b, o, ph);
 		if (b->reduce && o->params > 0 && o->expert)
 			b->expert_grads += o->params * b->grad_elem;
 		else if (b->reduce && o->params > 0 && b->dp->grads)

@@ -86,6 +86,18 @@ struct par_ddp {
 	bool fp32_grads;
 };
 
+/* DeepSpeed ZeRO-3's granularity (its config keys, in elements). */
+struct par_zero3 {
+	uint32_t prefetch_bucket; /* stage3_prefetch_bucket_size: elements of the
+				   * coming modules gathered ahead (5e7)      */
+	uint32_t reduce_bucket;   /* reduce_bucket_size: gradient elements per
+				   * reduce-scatter (5e8)                     */
+	uint32_t persistence;     /* stage3_param_persistence_threshold: tensors
+				   * of fewer elements are never sharded (1e5) */
+	uint32_t max_live;        /* stage3_max_live_parameters: elements
+				   * gathered at once, at most (1e9)          */
+};
+
 /* Optimizer states on the CPU (ZeRO-Offload). */
 struct par_offload {
 	bool enabled;
@@ -104,6 +116,7 @@ struct par_layout {
 	enum par_cp_algo cp_algo;
 	uint32_t zero;            /* 0-3                                        */
 	struct par_fsdp fsdp;
+	struct par_zero3 zero3;
 	struct par_ddp ddp;
 	struct par_offload offload;
 	/* parallel.strategy: 0 = auto (the one parallel.zero and

@@ -41,6 +41,12 @@ struct dp_shard_policy {
 	unsigned unit_layers;        /* layers per unit                          */
 	int prefetch;                /* gather the next unit while computing     */
 	int reshard;                 /* free gathered parameters after forward   */
+	/* DeepSpeed ZeRO-3 (dp_shard.c, "modules"): a layer's units are its
+	 * weight GEMMs, gathered as each is reached with the coming ones up to
+	 * prefetch_bucket elements ahead; gradients reduce-scattered in buckets
+	 * of reduce_bucket elements across layers. */
+	int modules;
+	double prefetch_bucket, reduce_bucket, max_live, persistence;
 };
 
 void par_dps_init(struct builder *b, const struct dp_shard_policy *p);
@@ -48,6 +54,12 @@ void par_dps_fini(struct builder *b);
 void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph);
 void par_dps_layer_end(struct builder *b, int l, enum par_phase ph);
 void par_dps_memory(const struct builder *b, double *bytes);
+/* Modules (ZeRO-3): the hooks around each kernel, the gradients' buckets. */
+void par_dps_kernel_begin(struct builder *b, const struct par_op *o, enum par_phase ph);
+void par_dps_kernel_end(struct builder *b, const struct par_op *o, enum par_phase ph);
+void par_dps_grads(struct builder *b, double params, uint32_t op);
+void par_dps_backward_end(struct builder *b, uint32_t last);
+
 
 /* Model states (weights + gradients + optimizer) of a ZeRO stage for the
  * closed forms. */

@@ -60,6 +60,9 @@ struct par_dp_costs {
 	double allreduce_s;              /* the all-reduce of the rank's gradients
 					  * over dp (its collective's closed form)  */
 	double backward_s;               /* one micro-batch's backward of the stage */
+	double gather_calls;             /* ZeRO-3: all-gathers of a micro-batch    */
+	double call_s;                   /* the latency of one all-gather over dp
+					  * (its closed form of no bytes)           */
 	double stage_s;                  /* one micro-batch's forward and backward  */
 };
 
@@ -89,6 +92,11 @@ struct par_dp_strategy {
 	/* Around the ops of layer l in phase ph (-1: the embedding and head). */
 	void (*layer_begin)(struct builder *b, int l, enum par_phase ph);
 	void (*layer_end)(struct builder *b, int l, enum par_phase ph);
+	/* Around each kernel of a layer's pass (not the embedding's or the
+	 * head's): before its op is added, and right after (the op is the
+	 * program's last: kernel_end may give it a memory change). */
+	void (*kernel_begin)(struct builder *b, const struct par_op *o, enum par_phase ph);
+	void (*kernel_end)(struct builder *b, const struct par_op *o, enum par_phase ph);
 	/* Op `op` completed the gradients of `params` parameters. */
 	void (*grads)(struct builder *b, double params, uint32_t op);
 	/* The backward of a reducing micro-batch ended with op `last`. */
@@ -103,6 +111,18 @@ struct par_dp_strategy {
 	double (*exposed_s)(const struct par_dp_costs *c);
 	void (*plan_memory)(const struct par_dp_costs *c, struct par_dp_mem *m);
 };
+
+/* ZeRO-3's granularity (dp_shard.c), for the planner's closed form too. */
+/* The weight GEMMs of one layer's forward on a rank, their
+ * elements in out[] (at most max); the count. */
+unsigned par_dps_layer_modules(const struct par_model *m, const struct par_training *tr,
+			       unsigned tp, bool sp, double *out, unsigned max);
+/* The gather calls of one micro-batch's fetch sequence (forward,
+ * the recomputed forward, backward) of `layers` layers of the modules
+ * given, by DeepSpeed's prefetch rule (buckets of `prefetch` elements, at
+ * most `max_live` gathered). */
+unsigned par_dps_gather_calls(const double *mod, unsigned n, unsigned layers, int recompute,
+			      double prefetch, double max_live);
 
 /* The registry (parallel/dp.c), NULL-terminated, and lookups. */
 extern const struct par_dp_strategy *const par_dp_strategies[];

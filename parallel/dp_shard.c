@@ -17,10 +17,28 @@
  *             them after its last op and frees parameters and gradients.
  * HSDP shards over the GPUs of a node and replicates across nodes: after the
  * reduce-scatter inside the node, the shard is all-reduced across nodes.
+ *
+ * Modules (DeepSpeed ZeRO-3): a layer's units are its weight GEMMs (nn.Linear
+ * modules); norms and biases, tensors under parallel.zero3.persistence
+ * elements, stay whole on every GPU and are never gathered. The modules are
+ * fetched in program order (the micro-batch's forward, then per layer the
+ * recomputed forward with full recomputation and the backward), the trace
+ * DeepSpeed records and prefetches along: when a module is reached it is
+ * all-gathered now if no earlier call brought it, the compute waits for it,
+ * and one call gathers the coming modules not yet issued until at least
+ * parallel.zero3.prefetch_bucket elements are on their way, or what
+ * parallel.zero3.max_live leaves of the elements gathered and not yet freed
+ * (a module larger than the bucket goes alone: one call per module,
+ * prefetched one ahead). It is freed after its
+ * forward GEMM, or its weight gradient in backward. Gradients join a bucket
+ * in backward order; at parallel.zero3.reduce_bucket elements (and at the
+ * end of each micro-batch's backward) the bucket is reduce-scattered. The
+ * root unit (embedding, head) is gathered and kept as above.
  * Communication per step (SPEC C18): 3Ψ, all-gather twice and reduce-scatter
  * once (2Ψ without resharding). Memory (SPEC C12): (2 + 2 + 12)Ψ/N, plus the
  * gathered units (SPEC C19).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,6 +53,15 @@ struct dp_shard {
 	uint32_t *gather;            /* per phase and unit: its gather issued
 				      * ahead, or NO_OP                     */
 	unsigned units;
+	/* Modules: a micro-batch's fetches in order, their elements, the call
+	 * that brings each (NO_OP: none yet); the next fetch, the first not yet
+	 * issued, the one in use; the open gradient bucket. */
+	double *seq;
+	uint32_t *call;
+	uint8_t *alone;              /* plan_calls' decisions                */
+	unsigned *pre_to;
+	unsigned nseq, ev, next, cur, nrs;
+	double rs_open;
 };
 
 static struct dp_shard *state(const struct builder *b)
@@ -55,6 +82,10 @@ void par_dps_fini(struct builder *b)
 {
 	struct dp_shard *s = b->dp_state;
 	if (s) {
+		free(s->seq);
+		free(s->call);
+		free(s->alone);
+		free(s->pre_to);
 		free(s->gather);
 		free(s);
 	}
@@ -161,6 +192,8 @@ static void prefetch_next(struct builder *b, int u, enum par_phase ph)
 		*slot = gather(b, next, ph, b->last_compute);
 }
 
+static void modules_reset(struct builder *b);
+
 void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph)
 {
 	int u = unit_of(b, l);
@@ -171,12 +204,20 @@ void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph)
 		ahead(b, 0, PAR_FWD);
 		for (unsigned i = 0; i < 2 * (s->units + 1); i++)
 			s->gather[i] = NO_OP;
+		if (s->p.modules)
+			modules_reset(b);
+	}
+	if (l >= 0 && state(b)->p.modules) {  /* the kernels' hooks gather */
+		if (ph == PAR_BWD && b->reduce)
+			par_b_mem(b, "unit.grads", PAR_MEM_GRADS,
+				  b->grad_elem * unit_params(b, u));
+		return;
 	}
 	/* In backward the root, and every unit without resharding, is still
 	 * gathered from the forward. */
 	if (!(ph == PAR_BWD && (u < 0 || !reshard(b))))
 		unit_begin(b, u, ph);
-	if (prefetch(b))
+	if (prefetch(b) && !state(b)->p.modules)
 		prefetch_next(b, u, ph);
 	if (ph == PAR_BWD && b->reduce)
 		par_b_mem(b, "unit.grads", PAR_MEM_GRADS, b->grad_elem * unit_params(b, u));
@@ -213,8 +254,13 @@ static void unit_reduce(struct builder *b, int u)
 void par_dps_layer_end(struct builder *b, int l, enum par_phase ph)
 {
 	int u = unit_of(b, l);
-	if (l >= 0 && !last_layer(b, l, ph))
+	if (l >= 0 && (!last_layer(b, l, ph) || state(b)->p.modules))
 		return;
+	if (state(b)->p.modules) {  /* the root: its gradients are in the buckets */
+		if (ph == PAR_BWD)
+			unit_free(b, u);
+		return;
+	}
 	if (ph == PAR_FWD) {
 		if (u >= 0 && reshard(b))
 			unit_free(b, u);
@@ -228,4 +274,218 @@ void par_dps_layer_end(struct builder *b, int l, enum par_phase ph)
 void par_dps_memory(const struct builder *b, double *bytes)
 {
 	par_b_states(b, 3, bytes);
+}
+
+/* ---- modules (DeepSpeed ZeRO-3) ----------------------------------------- */
+
+unsigned par_dps_layer_modules(const struct par_model *m, const struct par_training *tr,
+			       unsigned tp, bool sp, double *out, unsigned max)
+{
+	size_t n = par_layer_ops_sp(m, tr, tp, sp, PAR_FWD, NULL, 0);
+	struct par_op *ops = xmalloc((n ? n : 1) * sizeof(*ops));
+	par_layer_ops_sp(m, tr, tp, sp, PAR_FWD, ops, n);
+	unsigned k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].cls == PAR_OP_GEMM && k < max)
+			out[k++] = ops[i].k * ops[i].n;
+	free(ops);
+	return k;
+}
+
+/* A micro-batch's fetches: for each layer forward, modules in order; then
+ * each layer backward, the recomputed forward's (full recomputation) and
+ * the modules in reverse. Into seq (NULL: count only); the count. */
+static unsigned fetch_sequence(const double *mod, unsigned n, unsigned layers, int recompute,
+			       double *seq)
+{
+	unsigned k = 0;
+	for (unsigned l = 0; l < layers; l++)
+		for (unsigned j = 0; j < n; j++, k++)
+			if (seq)
+				seq[k] = mod[j];
+	for (unsigned l = 0; l < layers; l++) {
+		for (unsigned j = 0; recompute && j < n; j++, k++)
+			if (seq)
+				seq[k] = mod[j];
+		for (unsigned j = n; j-- > 0; k++)
+			if (seq)
+				seq[k] = mod[j];
+	}
+	return k;
+}
+
+/*
+ * DeepSpeed's calls for a micro-batch's fetches, decided in order (they do
+ * not depend on timing): at fetch e, e alone if no call brought it
+ * (alone[e]), then the coming fetches not yet issued until at least the
+ * bucket's elements, or what max_live leaves of the elements gathered and
+ * not yet freed (pre_to[e]: the call covers [end of the last, pre_to[e])).
+ * Returns the number of calls.
+ */
+static unsigned plan_calls(const double *seq, unsigned nseq, double bucket, double max_live,
+			   uint8_t *alone, unsigned *pre_to)
+{
+	unsigned next = 0, calls = 0;
+	double live = 0;
+	for (unsigned e = 0; e < nseq; e++) {
+		alone[e] = e >= next;
+		if (alone[e])
+			live += seq[e], next = e + 1, calls++;
+		double cap = fmin(bucket, max_live - live), acc = 0;
+		unsigned k = next;
+		while (k < nseq && acc < cap)
+			acc += seq[k++];
+		calls += k > next;
+		live += acc;
+		next = pre_to[e] = k;
+		live -= seq[e];
+	}
+	return calls;
+}
+
+unsigned par_dps_gather_calls(const double *mod, unsigned n, unsigned layers, int recompute,
+			      double prefetch, double max_live)
+{
+	unsigned nseq = fetch_sequence(mod, n, layers, recompute, NULL);
+	double *seq = xmalloc((nseq ? nseq : 1) * sizeof(double));
+	uint8_t *alone = xmalloc(nseq ? nseq : 1);
+	unsigned *to = xmalloc((nseq ? nseq : 1) * sizeof(unsigned));
+	fetch_sequence(mod, n, layers, recompute, seq);
+	unsigned calls = plan_calls(seq, nseq, prefetch, max_live, alone, to);
+	free(seq);
+	free(alone);
+	free(to);
+	return calls;
+}
+
+/* The fetch sequence of this rank's layers, built on first use. */
+static struct dp_shard *modules(struct builder *b)
+{
+	struct dp_shard *s = state(b);
+	if (s->seq)
+		return s;
+	const struct par_train *t = b->t;
+	enum { MAX_MODULES = 64 };
+	double mod[MAX_MODULES];
+	unsigned n = par_dps_layer_modules(t->model, &b->local, b->tp, b->sp, mod, MAX_MODULES);
+	uint32_t first, count;
+	par_b_stage_range(b, par_b_vstage(b, 0), &first, &count);
+	/* Norms and biases: persistent, or gathered with the layer's first
+	 * module where a tensor of them reaches the threshold. */
+	double weights = 0, big = fmax(t->model->hidden, (double)t->model->ffn / b->tp);
+	for (unsigned j = 0; j < n; j++)
+		weights += mod[j];
+	double extra = par_b_layer_params(b, (int)first) - weights;
+	if (n && extra > 0 && big >= s->p.persistence)
+		mod[0] += extra;
+	int rc = t->training->recompute == PAR_RECOMPUTE_FULL;
+	s->nseq = fetch_sequence(mod, n, count, rc, NULL);
+	size_t k = s->nseq ? s->nseq : 1;
+	s->seq = xmalloc(k * sizeof(double));
+	s->call = xmalloc(k * sizeof(uint32_t));
+	s->alone = xmalloc(k);
+	s->pre_to = xmalloc(k * sizeof(unsigned));
+	fetch_sequence(mod, n, count, rc, s->seq);
+	plan_calls(s->seq, s->nseq, s->p.prefetch_bucket, s->p.max_live, s->alone, s->pre_to);
+	return s;
+}
+
+static void modules_reset(struct builder *b)
+{
+	struct dp_shard *s = modules(b);
+	for (unsigned i = 0; i < s->nseq; i++)
+		s->call[i] = NO_OP;
+	s->ev = s->next = 0;
+}
+
+/* One all-gather of fetches [from, to), issued after the last kernel. */
+static void modules_gather(struct builder *b, unsigned from, unsigned to, enum par_phase ph)
+{
+	struct dp_shard *s = state(b);
+	double elems = 0;
+	for (unsigned i = from; i < to; i++)
+		elems += s->seq[i];
+	char name[64];
+	sim_fmt(name, sizeof(name), "%s.L%d.mb%u.fetch%u.allgather", b->dp->name, b->layer, b->mb,
+		from);
+	double bytes = PARAM_BYTES * elems;
+	uint32_t op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_SHARD, bytes,
+				 b->last_compute);
+	par_b_label(b, ph == PAR_FWD ? SIM_PHASE_FWD : SIM_PHASE_BWD, 1, NULL);
+	sim_program_mem(b->prog, PAR_MEM_WEIGHTS, bytes * (b->shard - 1) / b->shard);
+	b->last_param_comm = op;
+	for (unsigned i = from; i < to; i++)
+		s->call[i] = op;
+	if (to > s->next)
+		s->next = to;
+}
+
+/* A module is reached at its GEMM (forward, recomputed forward) or at its
+ * input gradient (backward); it is done after the GEMM or the weight
+ * gradient. */
+static int module_begins(const struct par_op *o, enum par_phase ph)
+{
+	return o->cls == PAR_OP_GEMM && (ph == PAR_FWD || o->recompute || o->part != PAR_PART_DW);
+}
+
+static int module_ends(const struct par_op *o, enum par_phase ph)
+{
+	return o->cls == PAR_OP_GEMM && (ph == PAR_FWD || o->recompute || o->part != PAR_PART_DX);
+}
+
+void par_dps_kernel_begin(struct builder *b, const struct par_op *o, enum par_phase ph)
+{
+	if (!module_begins(o, ph))
+		return;
+	struct dp_shard *s = modules(b);
+	unsigned e = s->ev++;
+	BUG_ON(e >= s->nseq);
+	if (s->alone[e])
+		modules_gather(b, e, e + 1, ph);
+	BUG_ON(s->call[e] == NO_OP);
+	par_b_wait(b, s->call[e]);
+	if (s->pre_to[e] > s->next)
+		modules_gather(b, s->next, s->pre_to[e], ph);
+	s->cur = e;
+}
+
+void par_dps_kernel_end(struct builder *b, const struct par_op *o, enum par_phase ph)
+{
+	if (!module_ends(o, ph))
+		return;
+	struct dp_shard *s = state(b);
+	double bytes = PARAM_BYTES * s->seq[s->cur];
+	sim_program_mem(b->prog, PAR_MEM_WEIGHTS, -bytes * (b->shard - 1) / b->shard);
+}
+
+/* Reduce-scatter the open bucket after op `after`. */
+static void bucket_reduce(struct builder *b, uint32_t after)
+{
+	struct dp_shard *s = state(b);
+	if (s->rs_open <= 0)
+		return;
+	char name[64], where[16] = "";
+	if (b->layer >= 0)  /* closed by a layer's gradient */
+		sim_fmt(where, sizeof(where), ".L%d", b->layer);
+	sim_fmt(name, sizeof(name), "%s%s.mb%u.bucket%u.reducescatter", b->dp->name, where, b->mb,
+		s->nrs++);
+	b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_REDUCESCATTER,
+				       SLOT_SHARD_RS, s->rs_open, after);
+	par_b_label(b, SIM_PHASE_BWD, 1, NULL);
+	sim_program_mem(b->prog, PAR_MEM_GRADS, -s->rs_open);
+	s->rs_open = 0;
+}
+
+void par_dps_grads(struct builder *b, double params, uint32_t op)
+{
+	struct dp_shard *s = state(b);
+	s->rs_open += params * b->grad_elem;
+	if (s->rs_open >= s->p.reduce_bucket * b->grad_elem)
+		bucket_reduce(b, op);
+}
+
+void par_dps_backward_end(struct builder *b, uint32_t last)
+{
+	bucket_reduce(b, last);
+	state(b)->nrs = 0;
 }

@@ -1,12 +1,15 @@
 /*
- * dp_zero3.c - ZeRO stage 3: parameters sharded too, in units of one layer
- * (dp_shard.c): each is all-gathered before its forward and again before
- * its backward (prefetched one unit ahead), freed after use, and its
- * gradients reduce-scattered after its backward, every micro-batch. SPEC
- * C18: 3Ψ of communication.
+ * dp_zero3.c - DeepSpeed ZeRO stage 3: parameters sharded too, gathered by
+ * module (dp_shard.c, "modules"): each weight GEMM all-gathered when it is
+ * reached, the coming ones prefetched in calls of at least
+ * parallel.zero3.prefetch_bucket elements (at most parallel.zero3.max_live
+ * gathered), freed after use; norms and biases under
+ * parallel.zero3.persistence elements never gathered; gradients
+ * reduce-scattered in buckets of parallel.zero3.reduce_bucket elements
+ * across layers, every micro-batch. SPEC C18: 3Ψ of communication.
  * Closed forms: the two all-gathers and the reduce-scatter (1.5 times the
- * all-reduce's time) less what the micro-batches' compute hides; memory:
- * 16Ψ/N (SPEC C12), no buckets.
+ * all-reduce's time) plus the latency of every call, less what the
+ * micro-batches' compute hides; memory: 16Ψ/N (SPEC C12), no buckets.
  */
 #include <math.h>
 
@@ -19,8 +22,8 @@ static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 const struct par_dp_strategy par_dp_zero3 = {
 	.name = "zero3",
 	.title = "ZeRO-3",
-	.help = "ZeRO-3: parameters sharded too, each layer all-gathered before use "
-		"(prefetched) and freed after",
+	.help = "ZeRO-3: parameters sharded too, each module all-gathered before use "
+		"(prefetched: parallel.zero3.*) and freed after",
 	.flags = PAR_DP_SHARDS_OPTIMIZER | PAR_DP_SHARDS_GRADS | PAR_DP_SHARDS_PARAMS |
 		 PAR_DP_REDUCE_EVERY_MB | PAR_DP_ALIAS_ZERO,
 	.init = init,
@@ -28,19 +31,33 @@ const struct par_dp_strategy par_dp_zero3 = {
 	.memory = par_dps_memory,
 	.layer_begin = par_dps_layer_begin,
 	.layer_end = par_dps_layer_end,
+	.kernel_begin = par_dps_kernel_begin,
+	.kernel_end = par_dps_kernel_end,
+	.grads = par_dps_grads,
+	.backward_end = par_dps_backward_end,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
 };
 
 static void init(struct builder *b)
 {
-	const struct dp_shard_policy p = { .unit_layers = 1, .prefetch = 1, .reshard = 1 };
+	const struct par_zero3 *z = &b->t->layout->zero3;
+	const struct dp_shard_policy p = {
+		.unit_layers = 1, .prefetch = 1, .reshard = 1, .modules = 1,
+		.prefetch_bucket = z->prefetch_bucket, .reduce_bucket = z->reduce_bucket,
+		.max_live = z->max_live, .persistence = z->persistence,
+	};
 	par_dps_init(b, &p);
 }
 
+/* The calls of a step: per micro-batch, the gathers (c->call_count) and
+ * the reduce-scatters, each paying the group's latency. */
 static double exposed_s(const struct par_dp_costs *c)
 {
-	return fmax(0, 1.5 * c->allreduce_s - c->micro_batches * c->stage_s);
+	const struct par_zero3 *z = &c->layout->zero3;
+	double rs = ceil(c->params / fmax(1, z->reduce_bucket));
+	double latency = c->micro_batches * (c->gather_calls + rs) * c->call_s;
+	return fmax(0, 1.5 * c->allreduce_s + latency - c->micro_batches * c->stage_s);
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

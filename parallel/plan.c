@@ -37,6 +37,8 @@ struct shape {
 	uint8_t sp, rc, moe;
 	double fwd, bwd;          /* seconds of kernels                     */
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
+	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
+				   * every layer (dp_shard.c's modules)    */
 };
 
 struct par_planner {
@@ -118,6 +120,11 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	s.bwd = kernels_s(p, ops, n, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
 	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
 	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
+	double mod[64];
+	unsigned nm = par_dps_layer_modules(&p->m, &local, tp, sp, mod, ARRAY_SIZE(mod));
+	s.zero3_calls = par_dps_gather_calls(mod, nm, p->m.layers, rc == PAR_RECOMPUTE_FULL,
+					     p->base.zero3.prefetch_bucket,
+					     p->base.zero3.max_live);
 	if (p->ncache == p->capcache) {
 		p->capcache = p->capcache ? 2 * p->capcache : 64;
 		p->cache = xreallocarray(p->cache, p->capcache, sizeof(*p->cache));
@@ -209,6 +216,8 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		.optimizer = p->tr.optimizer, .micro_batches = mbs,
 		.allreduce_s = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0),
 		.backward_s = per * (s->bwd + tp / 2), .stage_s = stage,
+		.gather_calls = s->zero3_calls,
+		.call_s = ring_s(p, SIM_COLL_ALLGATHER, 0, D, 0),
 	};
 	struct par_dp_mem dm;
 	dps->plan_memory(&dc, &dm);

@@ -196,6 +196,22 @@ static const struct key keys[] = {
 	  "free gathered parameters after forward" },
 	{ "parallel.fsdp.hsdp", KT_BOOL, OFF(parallel.fsdp.hsdp), 0, 0, "false", NULL,
 	  "shard inside a node, replicate across nodes" },
+	{ "parallel.zero3.prefetch_bucket", KT_COUNT, OFF(parallel.zero3.prefetch_bucket), 0,
+	  4000000000u, "5e7", NULL,
+	  "ZeRO-3: parameter elements of the coming modules all-gathered ahead, in one call "
+	  "per module reached (DeepSpeed stage3_prefetch_bucket_size); 0: no prefetch" },
+	{ "parallel.zero3.reduce_bucket", KT_COUNT, OFF(parallel.zero3.reduce_bucket), 1,
+	  4000000000u, "5e8", NULL,
+	  "ZeRO-3: gradient elements per reduce-scatter, across modules and layers (DeepSpeed "
+	  "reduce_bucket_size)" },
+	{ "parallel.zero3.max_live", KT_COUNT, OFF(parallel.zero3.max_live), 1, 4000000000u,
+	  "1e9", NULL,
+	  "ZeRO-3: parameter elements gathered and not yet freed, at most, that prefetching "
+	  "may reach (DeepSpeed stage3_max_live_parameters)" },
+	{ "parallel.zero3.persistence", KT_COUNT, OFF(parallel.zero3.persistence), 0,
+	  4000000000u, "1e5", NULL,
+	  "ZeRO-3: parameter tensors of fewer elements (norms, biases) are kept whole on every "
+	  "GPU, never gathered (DeepSpeed stage3_param_persistence_threshold)" },
 	{ "parallel.ddp.bucket", KT_BYTES, OFF(parallel.ddp.bucket_bytes), 1, 1e15, "25MiB", NULL,
 	  "gradient bucket size (PyTorch DDP's default 25 MiB); ZeRO-1 and ZeRO-2 all-gather the "
 	  "updated parameters in buckets of this size too, at most 100,000 of them per step (a "

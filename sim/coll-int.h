@@ -7,9 +7,6 @@
 
 #include "sim/sim-int.h"
 
-/* Rates a memo remembers (share.c). */
-#define SHARE_RATES 4
-
 /*
  * The links of one collective (algorithm, op, channels) on a group,
  * computed on first use: the linkset its closed form reads, and for sharing
@@ -29,12 +26,11 @@ struct coll_links_memo {
 	uint32_t *pattern;            /* owned arrays behind ls            */
 	struct sim_coll_links *per;
 	uint8_t has_fp;               /* the footprint is here              */
-	uint8_t rate_next;            /* share.c's rates, round robin       */
-	uint64_t rate_key[SHARE_RATES];  /* a hash of the loads on its links */
-	double rate_val[SHARE_RATES];    /* the rate they gave (0: none)    */
 	uint32_t nfp, fpcap;
 	uint32_t *fp_link, *fp_count; /* [nfp]                             */
 	double *fp_dem;               /* [nfp], B/s                        */
+	uint8_t *fp_class;            /* [nfp]: 1 routes inside nodes cross
+				       * it, 2 routes between them         */
 	struct coll_links_memo *next;
 };
 
@@ -102,10 +98,6 @@ struct coll_links_memo *coll_memo_get(struct sim *sim, uint32_t group,
 					    unsigned channels);
 /* Scan a memo's footprint again if the census dropped it. */
 void coll_memo_footprint(struct sim *sim, uint32_t group, struct coll_links_memo *m);
-/* A memo's linkset as the links are shared now, into per (ls.n classes);
- * 1 if a link is shared. */
-int coll_memo_shared(struct sim *sim, uint32_t group, struct coll_links_memo *m,
-		     struct sim_coll_links *per);
 /* Every present member of a closed-form instance is done now. */
 void coll_closed_finish(struct sim *sim, struct coll_inst *in);
 
@@ -125,15 +117,10 @@ void coll_share_census(struct sim *sim, uint32_t group, struct coll_links_memo *
  * (its messages on it, the step's rate), end. */
 void coll_fp_begin(struct sim *sim, struct coll_links_memo *m);
 void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uint32_t own,
-		  double rate);
+		  double rate, int inter);
 void coll_fp_end(struct sim *sim, struct coll_links_memo *m);
-/* Map (on) or unmap a memo's footprint links for coll_share_bw. */
+/* Map (on) or unmap a memo's footprint links (sim->share_map). */
 void coll_fp_map(struct sim *sim, const struct coll_links_memo *m, int on);
-/* The bandwidth of each of a collective's own messages on a link, shared
- * with the others registered there (its footprint mapped); *shared set if
- * anyone else is. */
-double coll_share_bw(struct sim *sim, const struct coll_links_memo *m, uint32_t link,
-		     uint32_t own, int *shared);
 void coll_memo_free(struct coll_links_memo *m);
 
 #endif

@@ -245,10 +245,9 @@ struct scan_route {
 	int inter;
 };
 
-/* What a scan does besides the linkset: nothing; note the footprint
- * (share.c, sim->scratch2 mapping its links); or take each link's share
- * with the other collectives running there (share.c). */
-enum scan_mode { SCAN_PLAIN, SCAN_FOOTPRINT, SCAN_SHARED };
+/* What a scan does besides the linkset: nothing, or note the footprint
+ * (share.c, sim->share_map mapping its links). */
+enum scan_mode { SCAN_PLAIN, SCAN_FOOTPRINT };
 
 /* The rate of a step's messages alone: its slowest class's bandwidth. */
 static double step_rate(const struct sim_coll_links *l)
@@ -260,14 +259,12 @@ static double step_rate(const struct sim_coll_links *l)
 /*
  * Visit one step of the given pattern on every channel: count the messages
  * on each link, then take each route's latency and its bandwidth shared among
- * the messages on its busiest link (in SCAN_SHARED, with the other
- * collectives' too; *shared set if any link is). O(channels * p) routes per
- * pattern.
+ * the messages on its busiest link. O(channels * p) routes per pattern.
  */
 static void scan_pattern(struct sim *sim, const struct sim_group *g,
 			 const struct sim_coll_algo *algo, const struct sim_coll_plan *plan,
 			 const uint32_t *order, uint32_t k, struct sim_coll_links *l,
-			 enum scan_mode mode, struct coll_links_memo *m, int *shared)
+			 enum scan_mode mode, struct coll_links_memo *m)
 {
 	uint32_t n = plan->channels * plan->p, nr = 0;
 	struct scan_route *rs = xmalloc(n * sizeof(*rs));
@@ -292,8 +289,7 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 		double bw = r->bw_Bps;
 		for (uint32_t j = 0; j < r->n; j++) {
 			uint32_t link = r->link[j], own = sim->scratch[link];
-			double share = mode == SCAN_SHARED ? coll_share_bw(sim, m, link, own, shared)
-							   : sim->links[link].bw_Bps / own;
+			double share = sim->links[link].bw_Bps / own;
 			if (share < bw)
 				bw = share;
 		}
@@ -309,7 +305,7 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 		for (uint32_t i = 0; i < nr; i++)
 			for (uint32_t j = 0; j < rs[i].r.n; j++)
 				coll_fp_note(sim, m, rs[i].r.link[j], sim->scratch[rs[i].r.link[j]],
-					     rate);
+					     rate, rs[i].inter);
 	}
 	for (uint32_t i = 0; i < nr; i++)
 		for (uint32_t j = 0; j < rs[i].r.n; j++)
@@ -318,45 +314,44 @@ static void scan_pattern(struct sim *sim, const struct sim_group *g,
 }
 
 /*
- * Scan one step of every pattern: into m's linkset (SCAN_PLAIN, and
- * SCAN_FOOTPRINT when the memo is new), or into out (the other modes on a
- * memo that has its linkset). Returns 1 if a link was shared (SCAN_SHARED).
+ * Scan one step of every pattern: into m's linkset when the memo is new
+ * (SCAN_PLAIN, or SCAN_FOOTPRINT too), else only the footprint.
  */
-static int links_scan(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
-		      const struct sim_coll_plan *plan, struct coll_links_memo *m,
-		      enum scan_mode mode, struct sim_coll_links *out)
+static void links_scan(struct sim *sim, struct sim_group *g, const struct sim_coll_algo *algo,
+		       const struct sim_coll_plan *plan, struct coll_links_memo *m,
+		       enum scan_mode mode)
 {
 	uint32_t *order = xmalloc((size_t)plan->channels * plan->p * sizeof(uint32_t));
 	for (uint32_t c = 0; c < plan->channels; c++)
 		group_order(g, algo->flags & SIM_COLL_SNAKE, c, order + (size_t)c * plan->p);
-	int fresh = !m->pattern, shared = 0;
-	if (fresh) {
-		/* At most nsteps patterns, usually one or log p; O(patterns^2) lookups. */
-		m->pattern = xmalloc((plan->nsteps + 1) * sizeof(uint32_t));
-		m->per = xmalloc((plan->nsteps + 1) * sizeof(*m->per));
-	}
+	int fresh = !m->pattern;
+	/* At most nsteps patterns, usually one or log p; O(patterns^2) lookups. */
+	uint32_t *pattern = xmalloc((plan->nsteps + 1) * sizeof(uint32_t));
+	struct sim_coll_links *per = xmalloc((plan->nsteps + 1) * sizeof(*per));
 	uint32_t n = 0;
 	for (uint32_t k = 0; k < plan->nsteps; k++) {
 		uint32_t pat = algo->pattern ? algo->pattern(plan, k) : k, i;
-		for (i = 0; i < n && m->pattern[i] != pat; i++)
+		for (i = 0; i < n && pattern[i] != pat; i++)
 			;
 		if (i < n)
 			continue;
-		struct sim_coll_links *l = fresh ? &m->per[n] : &out[n];
-		m->pattern[n] = pat;
-		*l = (struct sim_coll_links){ 0 };
-		scan_pattern(sim, g, algo, plan, order, k, l, mode, m, &shared);
+		pattern[n] = pat;
+		per[n] = (struct sim_coll_links){ 0 };
+		scan_pattern(sim, g, algo, plan, order, k, &per[n], mode, m);
 		if (fresh)
-			links_merge(&m->ls.all, l);
+			links_merge(&m->ls.all, &per[n]);
 		n++;
 	}
 	if (fresh) {
+		m->pattern = pattern, m->per = per;
 		m->ls.n = n;
 		m->ls.pattern = m->pattern;
 		m->ls.per = m->per;
+	} else {
+		free(pattern);
+		free(per);
 	}
 	free(order);
-	return shared;
 }
 
 /* Plan a memo's collective again (it was planned when the memo was made). */
@@ -388,7 +383,7 @@ struct coll_links_memo *coll_memo_get(struct sim *sim, uint32_t group,
 	int census = sim->cfg.analytic_sharing;
 	if (census)
 		coll_fp_begin(sim, m);
-	links_scan(sim, g, algo, &plan, m, census ? SCAN_FOOTPRINT : SCAN_PLAIN, NULL);
+	links_scan(sim, g, algo, &plan, m, census ? SCAN_FOOTPRINT : SCAN_PLAIN);
 	if (census) {
 		coll_fp_end(sim, m);
 		coll_share_census(sim, group, m);
@@ -402,23 +397,11 @@ void coll_memo_footprint(struct sim *sim, uint32_t group, struct coll_links_memo
 	if (m->has_fp)
 		return;
 	memo_plan(sim, &sim->groups[group], m, &plan);
-	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
-				      sizeof(*sim->share_per), 8);
 	coll_fp_begin(sim, m);
-	links_scan(sim, &sim->groups[group], m->algo, &plan, m, SCAN_FOOTPRINT, sim->share_per);
+	links_scan(sim, &sim->groups[group], m->algo, &plan, m, SCAN_FOOTPRINT);
 	coll_fp_end(sim, m);
 }
 
-int coll_memo_shared(struct sim *sim, uint32_t group, struct coll_links_memo *m,
-		     struct sim_coll_links *per)
-{
-	struct sim_coll_plan plan;
-	memo_plan(sim, &sim->groups[group], m, &plan);
-	coll_fp_map(sim, m, 1);
-	int shared = links_scan(sim, &sim->groups[group], m->algo, &plan, m, SCAN_SHARED, per);
-	coll_fp_map(sim, m, 0);
-	return shared;
-}
 
 /* The linkset of a collective on a group (empty if it cannot be planned). */
 static const struct sim_coll_linkset *links_get(struct sim *sim, uint32_t group,

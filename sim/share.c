@@ -43,9 +43,15 @@ struct coll_wake {
 	struct coll_wake *next_free;
 };
 
-/* The instances registered on one link. */
+/* The instances registered on one link, with their footprint there. */
+struct link_user {
+	struct coll_inst *in;
+	uint32_t count;
+	double dem;
+};
+
 struct link_users {
-	struct coll_inst **in;
+	struct link_user *u;
 	uint32_t n, cap;
 };
 
@@ -67,8 +73,10 @@ static void memo_drop_fp(struct coll_links_memo *m)
 	free(m->fp_link);
 	free(m->fp_count);
 	free(m->fp_dem);
+	free(m->fp_class);
 	m->fp_link = m->fp_count = NULL;
 	m->fp_dem = NULL;
+	m->fp_class = NULL;
 	m->nfp = m->fpcap = 0;
 	m->has_fp = 0;
 }
@@ -80,7 +88,7 @@ void coll_fp_begin(struct sim *sim, struct coll_links_memo *m)
 }
 
 void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uint32_t own,
-		  double rate)
+		  double rate, int inter)
 {
 	map_fit(sim);
 	uint32_t *slot = &sim->share_map[link];
@@ -90,10 +98,12 @@ void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uin
 			m->fp_link = xreallocarray(m->fp_link, m->fpcap, sizeof(uint32_t));
 			m->fp_count = xreallocarray(m->fp_count, m->fpcap, sizeof(uint32_t));
 			m->fp_dem = xreallocarray(m->fp_dem, m->fpcap, sizeof(double));
+			m->fp_class = xreallocarray(m->fp_class, m->fpcap, 1);
 		}
 		m->fp_link[m->nfp] = link;
 		m->fp_count[m->nfp] = 0;
 		m->fp_dem[m->nfp] = 0;
+		m->fp_class[m->nfp] = 0;
 		*slot = ++m->nfp;
 	}
 	uint32_t i = *slot - 1;
@@ -101,6 +111,7 @@ void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uin
 		m->fp_count[i] = own;
 	if (own * rate > m->fp_dem[i])
 		m->fp_dem[i] = own * rate;
+	m->fp_class[i] |= inter ? 2 : 1;
 }
 
 void coll_fp_end(struct sim *sim, struct coll_links_memo *m)
@@ -110,6 +121,7 @@ void coll_fp_end(struct sim *sim, struct coll_links_memo *m)
 		m->fp_link = xreallocarray(m->fp_link, m->nfp, sizeof(uint32_t));
 		m->fp_count = xreallocarray(m->fp_count, m->nfp, sizeof(uint32_t));
 		m->fp_dem = xreallocarray(m->fp_dem, m->nfp, sizeof(double));
+		m->fp_class = xreallocarray(m->fp_class, m->nfp, 1);
 		m->fpcap = m->nfp;
 	}
 	m->has_fp = 1;
@@ -158,44 +170,95 @@ static void affect(struct sim *sim, struct coll_inst *u)
 	sim->share_aff[sim->share_naff++] = u;
 }
 
-/* Register in on its footprint; the instances it meets are affected if
- * meet is set. */
+/*
+ * What each of a collective's m messages gets on a link of bandwidth C
+ * where the others have M messages demanding D: what they leave, but never
+ * less than the fair share nor more than alone.
+ */
+static double link_share(double C, uint32_t m, uint32_t M, double D)
+{
+	double alone = C / m;
+	if (!M)
+		return alone;
+	double left = (C - (D > 0 ? D : 0)) / m, fair = C / (m + M);
+	return left > fair ? (left < alone ? left : alone) : fair;
+}
+
+/* Does a change of the others on a link from (M0, D0) to (M1, D1) leave a
+ * user's rate as it was? Yes if the link is not its bottleneck either way:
+ * each of its messages gets at least the rate of its step alone (its
+ * demand over its messages there). */
+static int share_holds(double C, const struct link_user *u, uint32_t M0, double D0, uint32_t M1,
+		       double D1)
+{
+	double rate = u->dem / u->count;
+	return link_share(C, u->count, M0, D0) >= rate && link_share(C, u->count, M1, D1) >= rate;
+}
+
+/*
+ * Register in on its footprint. If meet is set, the instances whose rate the
+ * change may move are affected (share_holds), and so is in if a link it
+ * shares holds it below its rate alone.
+ */
 static void users_add(struct sim *sim, struct coll_inst *in, int meet)
 {
 	const struct coll_links_memo *m = in->fp;
 	users_fit(sim);
 	in->registered = 1;
-	in->mark = sim->share_gen;  /* not itself */
+	in->mark = sim->share_gen;  /* not itself, unless below */
+	int slowed = 0;
 	for (uint32_t i = 0; i < m->nfp; i++) {
-		struct link_users *u = &sim->share_users[m->fp_link[i]];
-		for (uint32_t k = 0; k < u->n && meet; k++)
-			affect(sim, u->in[k]);
-		u->in = xgrow_zeroed(u->in, &u->cap, u->n, sizeof(*u->in), 4);
-		u->in[u->n++] = in;
-		sim->share_load[m->fp_link[i]] += m->fp_count[i];
-		sim->share_dem[m->fp_link[i]] += m->fp_dem[i];
+		uint32_t l = m->fp_link[i];
+		struct link_users *us = &sim->share_users[l];
+		double C = sim->links[l].bw_Bps, D = sim->share_dem[l];
+		uint32_t M = sim->share_load[l];
+		for (uint32_t k = 0; k < us->n && meet; k++) {
+			const struct link_user *u = &us->u[k];
+			if (!share_holds(C, u, M - u->count, D - u->dem, M - u->count + m->fp_count[i],
+					 D - u->dem + m->fp_dem[i]))
+				affect(sim, u->in);
+		}
+		struct link_user me = { in, m->fp_count[i], m->fp_dem[i] };
+		if (meet && us->n && !share_holds(C, &me, M, D, M, D))
+			slowed = 1;
+		us->u = xgrow_zeroed(us->u, &us->cap, us->n, sizeof(*us->u), 4);
+		us->u[us->n++] = me;
+		sim->share_load[l] += m->fp_count[i];
+		sim->share_dem[l] += m->fp_dem[i];
+	}
+	if (slowed) {
+		in->mark = sim->share_gen - 1;
+		affect(sim, in);
 	}
 }
 
+/* Unregister in; the instances whose rate its leaving may move are
+ * affected. */
 static void users_remove(struct sim *sim, struct coll_inst *in)
 {
 	const struct coll_links_memo *m = in->fp;
 	in->mark = sim->share_gen;
 	in->registered = 0;
 	for (uint32_t i = 0; i < m->nfp; i++) {
-		struct link_users *u = &sim->share_users[m->fp_link[i]];
+		uint32_t l = m->fp_link[i];
+		struct link_users *us = &sim->share_users[l];
 		uint32_t k = 0;
-		while (k < u->n && u->in[k] != in)
+		while (k < us->n && us->u[k].in != in)
 			k++;
-		BUG_ON(k == u->n);
-		memmove(u->in + k, u->in + k + 1, (u->n - k - 1) * sizeof(*u->in));
-		u->n--;
-		sim->share_load[m->fp_link[i]] -= m->fp_count[i];
+		BUG_ON(k == us->n);
+		memmove(us->u + k, us->u + k + 1, (us->n - k - 1) * sizeof(*us->u));
+		us->n--;
+		double C = sim->links[l].bw_Bps, D0 = sim->share_dem[l];
+		uint32_t M0 = sim->share_load[l];
+		sim->share_load[l] -= m->fp_count[i];
 		/* exact: back to 0 when the last leaves (sums of equal terms drift) */
-		sim->share_dem[m->fp_link[i]] = u->n ? sim->share_dem[m->fp_link[i]] - m->fp_dem[i]
-						     : 0;
-		for (k = 0; k < u->n; k++)
-			affect(sim, u->in[k]);
+		sim->share_dem[l] = us->n ? D0 - m->fp_dem[i] : 0;
+		for (k = 0; k < us->n; k++) {
+			const struct link_user *u = &us->u[k];
+			if (!share_holds(C, u, M0 - u->count, D0 - u->dem,
+					 sim->share_load[l] - u->count, sim->share_dem[l] - u->dem))
+				affect(sim, u->in);
+		}
 	}
 }
 
@@ -269,48 +332,14 @@ static const struct sim_op *op_at(const struct coll_inst *in)
 	return in->chain_op[k];
 }
 
-/* Fold one class of links into another: the larger latency, the smaller
- * bandwidth. */
-static void class_merge(struct sim_coll_links *into, const struct sim_coll_links *l)
-{
-	if (l->alpha_intra_s > into->alpha_intra_s)
-		into->alpha_intra_s = l->alpha_intra_s;
-	if (l->bw_intra_Bps > 0 && (into->bw_intra_Bps == 0 || l->bw_intra_Bps < into->bw_intra_Bps))
-		into->bw_intra_Bps = l->bw_intra_Bps;
-	if (l->alpha_inter_s > into->alpha_inter_s)
-		into->alpha_inter_s = l->alpha_inter_s;
-	if (l->bw_inter_Bps > 0 && (into->bw_inter_Bps == 0 || l->bw_inter_Bps < into->bw_inter_Bps))
-		into->bw_inter_Bps = l->bw_inter_Bps;
-}
-
-double coll_share_bw(struct sim *sim, const struct coll_links_memo *m, uint32_t link,
-		     uint32_t own, int *shared)
-{
-	double C = sim->links[link].bw_Bps, alone = C / own;
-	uint32_t i = sim->share_map[link];
-	uint32_t fp = i ? m->fp_count[i - 1] : 0, load = link < sim->share_cap ? sim->share_load[link] : 0;
-	uint32_t others = load > fp ? load - fp : 0;
-	if (!others)
-		return alone;
-	*shared = 1;
-	double d = sim->share_dem[link] - (i ? m->fp_dem[i - 1] : 0);
-	double left = (C - (d > 0 ? d : 0)) / own, fair = C / (own + others);
-	return left > fair ? (left < alone ? left : alone) : fair;
-}
-
-/* A step of a 64-bit hash (splitmix64's finaliser over a ^ b). */
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /*
- * in's rate now: its current collective's closed form alone over the same on
- * the links as shared now (1 if it shares none). The routes are scanned
- * again: O(channels * p) routes, once per re-rating.
+ * in's rate now. Each link of its footprint that others share and that
+ * holds its messages below the rate of their step alone (link_share) slows
+ * the class of routes it carries, inside nodes or between them, by what it
+ * gives over that rate; the rate is the closed form alone over the closed
+ * form on the linkset with each class's bandwidths scaled by its worst
+ * link (the latencies stay). O(footprint links).
  */
 static double share_rate(struct sim *sim, const struct coll_inst *in)
 {
@@ -324,33 +353,35 @@ static double share_rate(struct sim *sim, const struct coll_inst *in)
 	if (!m || !m->ls.n)
 		return 1.0;
 	coll_memo_footprint(sim, in->group, m);
-	/* The same sharing comes back (the same groups' collectives meet again
-	 * and again): the rate is remembered by a hash of what it depends on. */
-	uint64_t key = mix(0x9e3779b97f4a7c15ull, (uint64_t)op->bytes);
+	double f[2] = { 1, 1 };  /* inside nodes, between them */
 	for (uint32_t i = 0; i < m->nfp; i++) {
-		uint32_t l = m->fp_link[i];
-		uint64_t d;
-		memcpy(&d, &sim->share_dem[l], sizeof(d));
-		key = mix(mix(key, sim->share_load[l]), d);
+		uint32_t l = m->fp_link[i], count = m->fp_count[i];
+		uint32_t load = l < sim->share_cap ? sim->share_load[l] : 0;
+		if (load <= count)
+			continue;
+		double rate = m->fp_dem[i] / count;
+		double share = link_share(sim->links[l].bw_Bps, count, load - count,
+					  sim->share_dem[l] - m->fp_dem[i]);
+		if (!(share < rate))
+			continue;
+		for (int k = 0; k < 2; k++)
+			if ((m->fp_class[i] >> k & 1) && share / rate < f[k])
+				f[k] = share / rate;
 	}
-	for (unsigned i = 0; i < SHARE_RATES; i++)
-		if (m->rate_key[i] == key && m->rate_val[i] > 0)
-			return m->rate_val[i];
+	if (f[0] == 1 && f[1] == 1)
+		return 1.0;
 	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
 				      sizeof(*sim->share_per), 8);
-	double rate = 1.0;
-	if (coll_memo_shared(sim, in->group, m, sim->share_per)) {
-		struct sim_coll_linkset ls = { .n = m->ls.n, .pattern = m->pattern,
-					       .per = sim->share_per };
-		for (uint32_t i = 0; i < ls.n; i++)
-			class_merge(&ls.all, &sim->share_per[i]);
-		double t = c->algo->time_s(&c->plan, &ls);
-		rate = t > c->time_s ? c->time_s / t : 1.0;
+	struct sim_coll_linkset ls = { .all = m->ls.all, .n = m->ls.n, .pattern = m->pattern,
+				       .per = sim->share_per };
+	ls.all.bw_intra_Bps *= f[0], ls.all.bw_inter_Bps *= f[1];
+	for (uint32_t i = 0; i < ls.n; i++) {
+		sim->share_per[i] = m->per[i];
+		sim->share_per[i].bw_intra_Bps *= f[0];
+		sim->share_per[i].bw_inter_Bps *= f[1];
 	}
-	unsigned slot = m->rate_next++ % SHARE_RATES;
-	m->rate_key[slot] = key;
-	m->rate_val[slot] = rate;
-	return rate;
+	double t = c->algo->time_s(&c->plan, &ls);
+	return t > c->time_s ? c->time_s / t : 1.0;
 }
 
 /* ---- completion -------------------------------------------------------------- */
@@ -414,10 +445,7 @@ void coll_share_start(struct sim *sim, struct coll_inst *in)
 	coll_memo_footprint(sim, in->group, in->fp);
 	if (in->fp->nfp)
 		users_add(sim, in, 1);
-	if (!sim->share_naff)
-		return;  /* alone on its links: its end stands */
-	share_rerate(sim, in);
-	rerate_affected(sim);
+	rerate_affected(sim);  /* none: its end alone stands */
 }
 
 /* Wall time, from the start, at which in had done tau of its closed form. */
@@ -482,7 +510,7 @@ void coll_share_free(struct sim *sim)
 		free(w);
 	}
 	for (uint32_t i = 0; i < sim->share_cap; i++)
-		free(sim->share_users[i].in);
+		free(sim->share_users[i].u);
 	free(sim->share_users);
 	free(sim->share_load);
 	free(sim->share_dem);

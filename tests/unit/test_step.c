@@ -7,6 +7,7 @@
  * rank's, placement the rest, and the engine runs those same programs.
  */
 #include <check.h>
+#include <math.h>
 #include <string.h>
 
 #include "collectives/coll.h"
@@ -268,6 +269,97 @@ START_TEST(interference_measured)
 }
 END_TEST
 
+/* ---- ZeRO-3 granularity ----------------------------------------------------- */
+
+/*
+ * DeepSpeed's prefetch rule by hand, on modules of 3 and 1 elements and two
+ * layers: fetches 3 1 3 1 (forward) then 1 3 1 3 (backward, each layer's
+ * modules in reverse). Bucket 2, room for 100: e0 alone, then [1,3) (1 is
+ * short of 2, 1 + 3 is not); at e1 [3,5), e2 [5,6), e3 [6,8): 5 calls.
+ * With room for 4 gathered at once: e0 alone (3 live), [1,2) (cap 1),
+ * [2,3), [3,4), [4,6), none at e4 (4 live), [6,7), [7,8): 7 calls. No
+ * prefetch: 8, one per fetch; with full recomputation the backward fetches
+ * each layer's modules forward again first: 12.
+ */
+START_TEST(zero3_calls_by_hand)
+{
+	const double mod[2] = { 3, 1 };
+	ck_assert_uint_eq(par_dps_gather_calls(mod, 2, 2, 0, 2, 100), 5);
+	ck_assert_uint_eq(par_dps_gather_calls(mod, 2, 2, 0, 2, 4), 7);
+	ck_assert_uint_eq(par_dps_gather_calls(mod, 2, 2, 0, 0, 100), 8);
+	ck_assert_uint_eq(par_dps_gather_calls(mod, 2, 2, 1, 0, 100), 12);
+	/* GPT-3 1.3B's layer (h 2048, FFN 8192) at tp 1: qkv, attn_out, up, down. */
+	struct fixture f;
+	setup(&f, NULL, 0);
+	double m[8];
+	unsigned n = par_dps_layer_modules(f.t.model, f.t.training, 1, false, m, 8);
+	ck_assert_uint_eq(n, 4);
+	ck_assert(m[0] == 2048.0 * 6144 && m[1] == 2048.0 * 2048 && m[2] == 2048.0 * 8192 &&
+		  m[3] == 8192.0 * 2048);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
+/* Ops of a program whose name ends so, and the sum of their bytes. */
+static unsigned count_ops(const struct sim_program *p, const char *suffix, double *bytes)
+{
+	unsigned k = 0;
+	size_t ls = strlen(suffix);
+	*bytes = 0;
+	for (uint32_t i = 0; i < p->nops; i++) {
+		size_t ln = strlen(p->ops[i].name);
+		if (ln >= ls && !strcmp(p->ops[i].name + ln - ls, suffix))
+			k++, *bytes += p->ops[i].bytes;
+	}
+	return k;
+}
+
+/*
+ * ZeRO-3 on GPT-3 1.3B over 8 GPUs (dp 8), 2 micro-batches: each micro-batch
+ * gathers the root unit once and its 24 layers' modules by the rule above
+ * (par_dps_gather_calls), moving the layers' GEMM weights twice (forward and
+ * backward, 2 bytes each) and the root once; the gradients go out in buckets
+ * of parallel.zero3.reduce_bucket elements: one reduce-scatter a micro-batch
+ * with a bucket larger than the model, one per gradient (each weight
+ * gradient, the norms and biases with the layer's last, the root's two)
+ * with a bucket of one element. Every byte of gradient is reduced once.
+ */
+START_TEST(zero3_program_granularity)
+{
+	static const char *const z3[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					  "cluster.nodes=1", "parallel.zero=3",
+					  "training.global_batch=16", "training.micro_batch=1",
+					  "parallel.zero3.reduce_bucket=4000000000" };
+	static const char *const rs1[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					   "cluster.nodes=1", "parallel.zero=3",
+					   "training.global_batch=16", "training.micro_batch=1",
+					   "parallel.zero3.reduce_bucket=1" };
+	for (int one = 0; one < 2; one++) {
+		struct fixture f;
+		setup(&f, one ? rs1 : z3, ARRAY_SIZE(z3));
+		struct par_step s;
+		char err[512];
+		ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+		ck_assert_uint_eq(s.micro_batches, 2);
+		const struct sim_program *p = par_step_program(&s, 0, 0, NULL);
+		double m[8], ag, rs;
+		unsigned n = par_dps_layer_modules(f.t.model, f.t.training, 1, false, m, 8);
+		unsigned calls = par_dps_gather_calls(m, n, 24, 0, 5e7, 1e9);
+		ck_assert_uint_eq(count_ops(p, ".allgather", &ag), 2 * (calls + 1));
+		double layer = m[0] + m[1] + m[2] + m[3], root = s.stage_params[0] - 24 *
+			       par_step_layer_params(&s, 0);
+		ck_assert_msg(fabs(ag - 2 * 2 * (2 * 24 * layer + root)) < 1,
+			      "all-gathers moved %.0f B", ag);
+		unsigned nrs = count_ops(p, ".reducescatter", &rs);
+		ck_assert_msg(fabs(rs - 2 * 2 * s.stage_params[0]) < 1, "reduce-scatters moved "
+			      "%.0f B of %.0f", rs, 2 * 2 * s.stage_params[0]);
+		/* 4 weight gradients and the extras a layer, the root's two. */
+		ck_assert_uint_eq(nrs, one ? 2 * (24 * 5 + 2) : 2);
+		par_compute_model_free(f.cm);
+	}
+}
+END_TEST
+
 /* ---- labels -------------------------------------------------------------- */
 
 /* The number after prefix p filling token t of length n ("mb12"), or -1. */
@@ -402,6 +494,8 @@ static Suite *step_suite(void)
 	tcase_add_test(t, refused_program_not_built);
 	tcase_add_test(t, labels_agree_with_names);
 	tcase_add_test(t, interference_measured);
+	tcase_add_test(t, zero3_calls_by_hand);
+	tcase_add_test(t, zero3_program_granularity);
 	suite_add_tcase(su, t);
 	return su;
 }
