@@ -119,8 +119,6 @@ void coll_fp_begin(struct sim *sim, struct coll_links_memo *m);
 void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uint32_t own,
 		  double rate, int inter);
 void coll_fp_end(struct sim *sim, struct coll_links_memo *m);
-/* Map (on) or unmap a memo's footprint links (sim->share_map). */
-void coll_fp_map(struct sim *sim, const struct coll_links_memo *m, int on);
 void coll_memo_free(struct coll_links_memo *m);
 
 #endif

@@ -232,12 +232,9 @@ static void links_merge(struct sim_coll_links *into, const struct sim_coll_links
 
 static void scratch_fit(struct sim *sim)
 {
-	if (sim->scratchcap >= sim->nlinks)
-		return;
-	uint32_t old = sim->scratchcap;
-	sim->scratchcap = sim->nlinks * 2;
-	sim->scratch = xreallocarray(sim->scratch, sim->scratchcap, sizeof(uint32_t));
-	memset(sim->scratch + old, 0, (sim->scratchcap - old) * sizeof(uint32_t));
+	if (sim->nlinks)
+		sim->scratch = xgrow_zeroed(sim->scratch, &sim->scratchcap, sim->nlinks - 1,
+					    sizeof(uint32_t), 64);
 }
 
 struct scan_route {

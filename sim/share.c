@@ -50,22 +50,33 @@ struct link_user {
 	double dem;
 };
 
-struct link_users {
+/* What sharing keeps of one link (sim->share_links): the first group
+ * whose memo crosses it (the census), and the instances registered on it
+ * with the sum of their footprints there. */
+struct share_link {
 	struct link_user *u;
 	uint32_t n, cap;
+	uint32_t owner;              /* 1 + the group; 0: none yet          */
+	uint32_t load;               /* their messages                      */
+	double dem;                  /* their demands, B/s                  */
 };
+
+/* sim->share_links, every link there is. */
+static void links_fit(struct sim *sim)
+{
+	if (sim->nlinks)
+		sim->share_links = xgrow_zeroed(sim->share_links, &sim->share_cap, sim->nlinks - 1,
+						sizeof(*sim->share_links), 64);
+}
 
 /* ---- memos: footprints ------------------------------------------------------ */
 
-/* sim->share_map: a link's index in the footprint being made or read, + 1. */
+/* sim->share_map: a link's index in the footprint being made, + 1. */
 static void map_fit(struct sim *sim)
 {
-	if (sim->share_mapcap >= sim->nlinks)
-		return;
-	uint32_t old = sim->share_mapcap;
-	sim->share_mapcap = sim->nlinks * 2;
-	sim->share_map = xreallocarray(sim->share_map, sim->share_mapcap, sizeof(uint32_t));
-	memset(sim->share_map + old, 0, (sim->share_mapcap - old) * sizeof(uint32_t));
+	if (sim->nlinks)
+		sim->share_map = xgrow_zeroed(sim->share_map, &sim->share_mapcap, sim->nlinks - 1,
+					      sizeof(uint32_t), 64);
 }
 
 static void memo_drop_fp(struct coll_links_memo *m)
@@ -116,7 +127,8 @@ void coll_fp_note(struct sim *sim, struct coll_links_memo *m, uint32_t link, uin
 
 void coll_fp_end(struct sim *sim, struct coll_links_memo *m)
 {
-	coll_fp_map(sim, m, 0);
+	for (uint32_t i = 0; i < m->nfp; i++)
+		sim->share_map[m->fp_link[i]] = 0;
 	if (m->nfp && m->nfp < m->fpcap) {  /* kept while the group is shared */
 		m->fp_link = xreallocarray(m->fp_link, m->nfp, sizeof(uint32_t));
 		m->fp_count = xreallocarray(m->fp_count, m->nfp, sizeof(uint32_t));
@@ -125,13 +137,6 @@ void coll_fp_end(struct sim *sim, struct coll_links_memo *m)
 		m->fpcap = m->nfp;
 	}
 	m->has_fp = 1;
-}
-
-void coll_fp_map(struct sim *sim, const struct coll_links_memo *m, int on)
-{
-	map_fit(sim);
-	for (uint32_t i = 0; i < m->nfp; i++)
-		sim->share_map[m->fp_link[i]] = on ? i + 1 : 0;
 }
 
 void coll_memo_free(struct coll_links_memo *m)
@@ -143,21 +148,6 @@ void coll_memo_free(struct coll_links_memo *m)
 }
 
 /* ---- the links' users ------------------------------------------------------ */
-
-static void users_fit(struct sim *sim)
-{
-	if (sim->share_cap >= sim->nlinks)
-		return;
-	uint32_t old = sim->share_cap;
-	sim->share_cap = sim->nlinks * 2;
-	sim->share_users = xreallocarray(sim->share_users, sim->share_cap,
-					 sizeof(*sim->share_users));
-	sim->share_load = xreallocarray(sim->share_load, sim->share_cap, sizeof(uint32_t));
-	sim->share_dem = xreallocarray(sim->share_dem, sim->share_cap, sizeof(double));
-	memset(sim->share_users + old, 0, (sim->share_cap - old) * sizeof(*sim->share_users));
-	memset(sim->share_load + old, 0, (sim->share_cap - old) * sizeof(uint32_t));
-	memset(sim->share_dem + old, 0, (sim->share_cap - old) * sizeof(double));
-}
 
 /* Remember u for re-rating, once per visit (stamp share_gen). */
 static void affect(struct sim *sim, struct coll_inst *u)
@@ -203,15 +193,15 @@ static int share_holds(double C, const struct link_user *u, uint32_t M0, double 
 static void users_add(struct sim *sim, struct coll_inst *in, int meet)
 {
 	const struct coll_links_memo *m = in->fp;
-	users_fit(sim);
+	links_fit(sim);
 	in->registered = 1;
 	in->mark = sim->share_gen;  /* not itself, unless below */
 	int slowed = 0;
 	for (uint32_t i = 0; i < m->nfp; i++) {
 		uint32_t l = m->fp_link[i];
-		struct link_users *us = &sim->share_users[l];
-		double C = sim->links[l].bw_Bps, D = sim->share_dem[l];
-		uint32_t M = sim->share_load[l];
+		struct share_link *us = &sim->share_links[l];
+		double C = sim->links[l].bw_Bps, D = us->dem;
+		uint32_t M = us->load;
 		for (uint32_t k = 0; k < us->n && meet; k++) {
 			const struct link_user *u = &us->u[k];
 			if (!share_holds(C, u, M - u->count, D - u->dem, M - u->count + m->fp_count[i],
@@ -223,8 +213,8 @@ static void users_add(struct sim *sim, struct coll_inst *in, int meet)
 			slowed = 1;
 		us->u = xgrow_zeroed(us->u, &us->cap, us->n, sizeof(*us->u), 4);
 		us->u[us->n++] = me;
-		sim->share_load[l] += m->fp_count[i];
-		sim->share_dem[l] += m->fp_dem[i];
+		us->load += m->fp_count[i];
+		us->dem += m->fp_dem[i];
 	}
 	if (slowed) {
 		in->mark = sim->share_gen - 1;
@@ -241,22 +231,22 @@ static void users_remove(struct sim *sim, struct coll_inst *in)
 	in->registered = 0;
 	for (uint32_t i = 0; i < m->nfp; i++) {
 		uint32_t l = m->fp_link[i];
-		struct link_users *us = &sim->share_users[l];
+		struct share_link *us = &sim->share_links[l];
 		uint32_t k = 0;
 		while (k < us->n && us->u[k].in != in)
 			k++;
 		BUG_ON(k == us->n);
 		memmove(us->u + k, us->u + k + 1, (us->n - k - 1) * sizeof(*us->u));
 		us->n--;
-		double C = sim->links[l].bw_Bps, D0 = sim->share_dem[l];
-		uint32_t M0 = sim->share_load[l];
-		sim->share_load[l] -= m->fp_count[i];
+		double C = sim->links[l].bw_Bps, D0 = us->dem;
+		uint32_t M0 = us->load;
+		us->load -= m->fp_count[i];
 		/* exact: back to 0 when the last leaves (sums of equal terms drift) */
-		sim->share_dem[l] = us->n ? D0 - m->fp_dem[i] : 0;
+		us->dem = us->n ? D0 - m->fp_dem[i] : 0;
 		for (k = 0; k < us->n; k++) {
 			const struct link_user *u = &us->u[k];
 			if (!share_holds(C, u, M0 - u->count, D0 - u->dem,
-					 sim->share_load[l] - u->count, sim->share_dem[l] - u->dem))
+					 us->load - u->count, us->dem - u->dem))
 				affect(sim, u->in);
 		}
 	}
@@ -299,15 +289,9 @@ static void group_share(struct sim *sim, uint32_t group)
 
 void coll_share_census(struct sim *sim, uint32_t group, struct coll_links_memo *m)
 {
-	if (sim->share_ownercap < sim->nlinks) {
-		uint32_t old = sim->share_ownercap;
-		sim->share_ownercap = sim->nlinks * 2;
-		sim->share_owner = xreallocarray(sim->share_owner, sim->share_ownercap,
-						 sizeof(uint32_t));
-		memset(sim->share_owner + old, 0, (sim->share_ownercap - old) * sizeof(uint32_t));
-	}
+	links_fit(sim);
 	for (uint32_t i = 0; i < m->nfp; i++) {
-		uint32_t *o = &sim->share_owner[m->fp_link[i]];
+		uint32_t *o = &sim->share_links[m->fp_link[i]].owner;
 		if (!*o) {
 			*o = group + 1;
 		} else if (*o != group + 1) {
@@ -356,12 +340,12 @@ static double share_rate(struct sim *sim, const struct coll_inst *in)
 	double f[2] = { 1, 1 };  /* inside nodes, between them */
 	for (uint32_t i = 0; i < m->nfp; i++) {
 		uint32_t l = m->fp_link[i], count = m->fp_count[i];
-		uint32_t load = l < sim->share_cap ? sim->share_load[l] : 0;
+		uint32_t load = l < sim->share_cap ? sim->share_links[l].load : 0;
 		if (load <= count)
 			continue;
 		double rate = m->fp_dem[i] / count;
 		double share = link_share(sim->links[l].bw_Bps, count, load - count,
-					  sim->share_dem[l] - m->fp_dem[i]);
+					  sim->share_links[l].dem - m->fp_dem[i]);
 		if (!(share < rate))
 			continue;
 		for (int k = 0; k < 2; k++)
@@ -510,11 +494,8 @@ void coll_share_free(struct sim *sim)
 		free(w);
 	}
 	for (uint32_t i = 0; i < sim->share_cap; i++)
-		free(sim->share_users[i].u);
-	free(sim->share_users);
-	free(sim->share_load);
-	free(sim->share_dem);
-	free(sim->share_owner);
+		free(sim->share_links[i].u);
+	free(sim->share_links);
 	free(sim->share_map);
 	free(sim->share_aff);
 	free(sim->share_per);

@@ -11,7 +11,7 @@
 #include "sim/sim.h"
 
 struct sim_xfer;
-struct link_users;
+struct share_link;
 struct coll_inst;
 struct coll_wake;
 struct coll_links_memo;
@@ -212,15 +212,10 @@ struct sim {
 	uint32_t *scratch;           /* nlinks counters for coll.c          */
 	uint32_t scratchcap;
 	/* Closed-form instances sharing links (share.c). */
-	struct link_users *share_users;  /* [link]: instances registered   */
-	uint32_t *share_load;        /* [link]: their footprint counts      */
-	double *share_dem;           /* [link]: their demands, B/s          */
-	uint32_t *share_owner;       /* [link]: 1 + the first group whose
-				      * links it is (0: none yet)           */
-	uint32_t share_ownercap;
-	uint32_t *share_map;         /* [link]: coll_fp_map's index + 1     */
-	uint32_t share_mapcap;
+	struct share_link *share_links;  /* [link]: census and users        */
 	uint32_t share_cap;
+	uint32_t *share_map;         /* [link]: a footprint's index + 1     */
+	uint32_t share_mapcap;
 	struct coll_inst **share_aff;  /* instances to re-rate              */
 	uint32_t share_naff, share_affcap, share_gen;
 	struct sim_coll_links *share_per;
