@@ -6,7 +6,8 @@
  * the layers split over, ep dividing the experts and dp x cp, a batch that
  * splits into micro-batches), a model preset or shape that the layout fits,
  * one of DDP, ZeRO 1-3, FSDP, HSDP or optimizer offload, a pipeline
- * schedule, collective algorithms, fidelity, sim.symmetry, variability,
+ * schedule, collective algorithms, fidelity, sim.symmetry and
+ * sim.analytic_sharing, ZeRO-3's buckets, variability,
  * faults, failures, several jobs, and now and then an extreme value still
  * inside its key's range (1 B/s, latencies of 1e9 s, efficiency 1e-12,
  * jitter_cv 10). About one decision in sixteen breaks a rule on purpose
@@ -371,6 +372,20 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 		if (st == HSDP)
 			kv(y, "parallel.fsdp.hsdp", "true");
 	}
+	if (zero == 3 && st == ZERO3) {  /* DeepSpeed's granularity, its limits too */
+		static const char *const prefetch[] = { "0", "1", "1e6", "5e7", "4e9" };
+		static const char *const reduce[] = { "1", "1e5", "5e8", "4e9" };
+		static const char *const live[] = { "1", "1e7", "1e9", "4e9" };
+		static const char *const persist[] = { "0", "1e5", "4e9" };
+		if (one_in(in, 3))
+			kv(y, "parallel.zero3.prefetch_bucket", "%s", PICK(in, prefetch));
+		if (one_in(in, 3))
+			kv(y, "parallel.zero3.reduce_bucket", "%s", PICK(in, reduce));
+		if (one_in(in, 3))
+			kv(y, "parallel.zero3.max_live", "%s", PICK(in, live));
+		if (one_in(in, 3))
+			kv(y, "parallel.zero3.persistence", "%s", PICK(in, persist));
+	}
 	if (one_in(in, 4))
 		kv(y, "parallel.ddp.bucket", "%s", PICK(in, buckets));
 	if (one_in(in, 6))
@@ -581,6 +596,8 @@ static void draw_run(struct in *in, struct yaml *y, const struct cluster *c, uns
 		kv(y, "sim.record", "%s", PICK(in, records));
 	if (!jobs && one_in(in, 4))
 		kv(y, "sim.symmetry", "dp");
+	if (one_in(in, 6))
+		kv(y, "sim.analytic_sharing", "false");
 	/* A flow run's events grow as bytes / chunk where links are shared (the
 	 * key's help says so): under the sanitizers 4 KiB chunks on a large
 	 * model take minutes, and 64 KiB ones too can pass the 30 s an input
