@@ -355,6 +355,7 @@ START_TEST(zero3_program_granularity)
 			      "%.0f B of %.0f", rs, 2 * 2 * s.stage_params[0]);
 		/* 4 weight gradients and the extras a layer, the root's two. */
 		ck_assert_uint_eq(nrs, one ? 2 * (24 * 5 + 2) : 2);
+		par_step_free(&s);
 		par_compute_model_free(f.cm);
 	}
 }
