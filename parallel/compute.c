@@ -146,6 +146,9 @@ struct par_compute_model {
 	 * that kernel and of the communication kernel beside it. */
 	int has_interference;
 	struct curve interf_compute[IK_N], interf_comm[IK_N];
+	/* host.csv, when the table has one: the host's seconds per call. */
+	int has_host;
+	double host_s[PAR_HOST_N];
 };
 
 /*
@@ -788,6 +791,93 @@ static double interf_eval(const struct curve *c, const struct par_op *op, double
 	return (1 - t) * curve_eval(&c[IK_GEMM4K], k) + t * curve_eval(&c[IK_GEMM8K], k);
 }
 
+/* ---- host.csv ----------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The host's cost of a call (tools/measure_host.py): per call, the median
+ * of its rows' host_us_per_call over the sizes measured. A kernel is a
+ * PyTorch op through the dispatcher (torch_matmul_64); each collective its
+ * torch.distributed call on a one-rank NCCL communicator. An all-to-all
+ * without a row costs an all-gather's, a broadcast without one an
+ * all-reduce's. Rows of other calls are ignored.
+ */
+static int load_host(struct par_compute_model *cm, const struct sheet *sh, char *err,
+		     size_t errlen)
+{
+	static const char *const names[] = { "op", "host_us_per_call" };
+	static const char *const calls[PAR_HOST_N] = {
+		[PAR_HOST_KERNEL] = "torch_matmul_64",
+		[PAR_HOST_ALLREDUCE] = "nccl_all_reduce",
+		[PAR_HOST_ALLGATHER] = "nccl_all_gather_into_tensor",
+		[PAR_HOST_REDUCESCATTER] = "nccl_reduce_scatter_tensor",
+		[PAR_HOST_ALLTOALL] = "nccl_all_to_all_single",
+		[PAR_HOST_BROADCAST] = "nccl_broadcast",
+	};
+	int col[ARRAY_SIZE(names)];
+	if (sheet_cols(sh, names, col, ARRAY_SIZE(names), err, errlen))
+		return -1;
+	double *v = xcalloc(sh->nrows + 1, sizeof(double));
+	int rc = 0;
+	for (int k = 0; k < PAR_HOST_N && rc == 0; k++) {
+		size_t n = 0;
+		for (size_t i = 0; i < sh->nrows; i++) {
+			if (strcmp(sheet_cell(sh, i, col[0]), calls[k]) != 0)
+				continue;
+			if (sheet_pos(sh, i, col[1], &v[n], err, errlen)) {
+				rc = -1;
+				break;
+			}
+			if (v[n] > 1e6) {
+				rc = sim_errf(err, errlen, "%s:%zu: column 'host_us_per_call': %g us "
+					      "a call: expected at most 1e6 (microseconds)", sh->path,
+					      sh->line[i], v[n]);
+				break;
+			}
+			n++;
+		}
+		if (rc)
+			break;
+		if (!n && (k == PAR_HOST_ALLTOALL || k == PAR_HOST_BROADCAST)) {
+			cm->host_s[k] = -1;  /* a stand-in, below */
+			continue;
+		}
+		if (!n) {
+			rc = sim_errf(err, errlen, "%s: no rows of op %s (expected torch_matmul_64, "
+				      "nccl_all_reduce, nccl_all_gather_into_tensor and "
+				      "nccl_reduce_scatter_tensor)", sh->path, calls[k]);
+			break;
+		}
+		qsort(v, n, sizeof(double), cmp_double);
+		double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+		cm->host_s[k] = med * 1e-6;
+	}
+	free(v);
+	if (rc)
+		return -1;
+	if (cm->host_s[PAR_HOST_ALLTOALL] < 0)
+		cm->host_s[PAR_HOST_ALLTOALL] = cm->host_s[PAR_HOST_ALLGATHER];
+	if (cm->host_s[PAR_HOST_BROADCAST] < 0)
+		cm->host_s[PAR_HOST_BROADCAST] = cm->host_s[PAR_HOST_ALLREDUCE];
+	cm->has_host = 1;
+	return 0;
+}
+
+int par_compute_has_host(const struct par_compute_model *cm)
+{
+	return cm->has_host;
+}
+
+double par_compute_host_s(const struct par_compute_model *cm, enum par_host_call call)
+{
+	return cm->has_host && call >= 0 && call < PAR_HOST_N ? cm->host_s[call] : 0;
+}
+
 int par_compute_has_interference(const struct par_compute_model *cm)
 {
 	return cm->has_interference;
@@ -832,14 +922,19 @@ static int load_tables(struct par_compute_model *cm, const char *table, const ch
 	    load_membound(cm, &sh[2], tgpu, err, errlen) ||
 	    load_ceilings(cm, &sh[3], tgpu, err, errlen))
 		goto out;
-	/* interference.csv is optional: a table without one has no interference. */
-	char *ipath = xasprintf("%s/interference.csv", dir);
-	int have = access(ipath, F_OK) == 0;
-	free(ipath);
-	if (have) {
+	/* interference.csv and host.csv are optional: a table without one has
+	 * no interference, or no host costs. */
+	static const char *const optional[] = { "interference.csv", "host.csv" };
+	for (size_t i = 0; i < ARRAY_SIZE(optional); i++) {
+		char *ipath = xasprintf("%s/%s", dir, optional[i]);
+		int have = access(ipath, F_OK) == 0;
+		free(ipath);
+		if (!have)
+			continue;
 		struct sheet si = { 0 };
-		int bad = sheet_read(&si, dir, "interference.csv", err, errlen) ||
-			  load_interference(cm, &si, err, errlen);
+		int bad = sheet_read(&si, dir, optional[i], err, errlen) ||
+			  (i == 0 ? load_interference(cm, &si, err, errlen)
+				  : load_host(cm, &si, err, errlen));
 		sheet_free(&si);
 		if (bad)
 			goto out;

@@ -60,6 +60,24 @@ double par_compute_time_s(const struct par_compute_model *cm, const struct par_o
  * without interference.csv: par_compute_has_interference 0).
  */
 int par_compute_has_interference(const struct par_compute_model *cm);
+
+/*
+ * The host's cost of a call (the table's host.csv, tools/measure_host.py;
+ * docs/calibration.md): seconds of host time to issue a kernel (a PyTorch
+ * op) or a collective of each kind from one thread, the median over the
+ * sizes measured. 0 for a model without the table.
+ */
+enum par_host_call {
+	PAR_HOST_KERNEL,
+	PAR_HOST_ALLREDUCE,
+	PAR_HOST_ALLGATHER,
+	PAR_HOST_REDUCESCATTER,
+	PAR_HOST_ALLTOALL,
+	PAR_HOST_BROADCAST,
+	PAR_HOST_N
+};
+int par_compute_has_host(const struct par_compute_model *cm);
+double par_compute_host_s(const struct par_compute_model *cm, enum par_host_call call);
 double par_compute_interference(const struct par_compute_model *cm, const struct par_op *op,
 				double blocks);
 double par_comm_interference(const struct par_compute_model *cm, const struct par_op *beside,

@@ -126,6 +126,7 @@ struct par_layout {
 	int strategy;
 	/* Algorithm per collective op; NULL = auto. */
 	const struct sim_coll_algo *algo[SIM_COLL_NOPS];
+	int algo_auto;            /* parallel.algorithms.auto: 0 nccl, 1 fastest */
 };
 
 /* A distribution of mean 1 for variability: none, lognormal or gamma. */
@@ -146,10 +147,17 @@ struct par_variability {
 	double straggler_slowdown;   /* their kernels take this many times longer */
 };
 
-/* compute.interference: how communication slows compute beside it. */
+/* compute.interference: how compute and communication slow each other. */
 enum par_interference {
 	PAR_INTERF_NONE,          /* not at all                                 */
 	PAR_INTERF_MEASURED,      /* the table's interference.csv               */
+	PAR_INTERF_AUTO,          /* measured where the table has it, else none */
+};
+
+/* compute.host: who issues the kernels and collectives. */
+enum par_host {
+	PAR_HOST_NONE,            /* issued ahead: the host never bounds        */
+	PAR_HOST_EAGER,           /* one thread, each call at the table's cost  */
 };
 
 struct par_compute {
@@ -157,6 +165,7 @@ struct par_compute {
 	char table[64];           /* calibration table name ("h200")            */
 	double launch_s;          /* per kernel                                 */
 	int interference;         /* enum par_interference                      */
+	int host;                 /* enum par_host                              */
 };
 
 /* Bytes of one element of a precision. */

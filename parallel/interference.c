@@ -1,21 +1,22 @@
 /*
- * interference.c - compute slowed by the communication beside it
+ * interference.c - compute and communication slowed by each other
  * (compute.interference: measured; docs/calibration.md, "Interference").
  *
  * The engine asks, as a compute op starts on a rank whose communication
  * holds k CUDA blocks (sim_set_interference), for the factor of its time:
  * the compute model's measured curve for an op of its kind at k
- * (par_compute_interference). The kind is read from the op's fields: an
+ * (par_compute_interference); and, for communication inside a node beside
+ * a compute op, the factor of the communication kernel's time beside an op
+ * of that kind (par_comm_interference). The kind is read from the op's fields: an
  * attention kernel by its label's kernel, else compute-bound (the GEMM
  * curves, by its FLOPs) when its FLOPs per byte reach the GPU's ridge
  * (peak over HBM bandwidth), else memory-bound.
  */
 #include "parallel/train-int.h"
 
-static double interf_factor(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks)
+/* op as the compute model's kind of kernel. */
+static struct par_op kernel_of(const struct par_interf_state *s, const struct sim_op *op)
 {
-	const struct par_interf_state *s = ctx;
-	(void)rank;
 	struct par_op o = { .flops = op->flops, .bytes = op->bytes };
 	if (op->kernel && (op->kernel == s->attn[0] || op->kernel == s->attn[1]))
 		o.cls = PAR_OP_ATTENTION;
@@ -23,7 +24,23 @@ static double interf_factor(void *ctx, uint32_t rank, const struct sim_op *op, u
 		o.cls = PAR_OP_GEMM;
 	else
 		o.cls = PAR_OP_MEMBOUND;
+	return o;
+}
+
+static double interf_factor(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks)
+{
+	const struct par_interf_state *s = ctx;
+	(void)rank;
+	struct par_op o = kernel_of(s, op);
 	return par_compute_interference(s->cm, &o, blocks);
+}
+
+static double interf_comm(void *ctx, uint32_t rank, const struct sim_op *beside, unsigned blocks)
+{
+	const struct par_interf_state *s = ctx;
+	(void)rank;
+	struct par_op o = kernel_of(s, beside);
+	return par_comm_interference(s->cm, &o, blocks);
 }
 
 void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim)
@@ -35,5 +52,5 @@ void par_interf_begin(struct par_interf_state *s, const struct par_train *t, str
 		.attn = { par_kernel_name(PAR_K_ATTN, PAR_PART_FWD),
 			  par_kernel_name(PAR_K_ATTN, PAR_PART_DX) },
 	};
-	sim_set_interference(sim, interf_factor, s);
+	sim_set_interference(sim, interf_factor, interf_comm, s);
 }

@@ -267,6 +267,10 @@ int par_jobs_plan(const struct par_jobs *js, struct par_jobs_result *out, char *
 						end - 1, o->name, o->first_rank,
 						o->first_rank + out->alone[k].gpus - 1);
 		}
+		if (j->train.host)
+			return sim_errf(err, errlen, "job %s: compute.host: eager is not simulated "
+					"in a jobs list yet (each job has its own compute model); use "
+					"none", j->name);
 		if (j->train.interference)
 			return sim_errf(err, errlen, "job %s: compute.interference: measured is not "
 					"simulated in a jobs list yet (each job has its own compute "

@@ -148,6 +148,10 @@ static int check_train(const struct par_train *t, uint32_t dp, char *err, size_t
 		return sim_errf(err, errlen, "sim.symmetry: dp needs data-parallel replicas that "
 				"behave alike, and variability draws every GPU's own times; use "
 				"sim.symmetry none");
+	if (t->host && t->compute && !par_compute_has_host(t->compute))
+		return sim_errf(err, errlen, "compute.host: eager needs a calibration table with "
+				"host.csv (compute.efficiency names one; the h200 table has it); use "
+				"none");
 	if (t->interference && t->compute && !par_compute_has_interference(t->compute))
 		return sim_errf(err, errlen, "compute.interference: measured needs a calibration "
 				"table with interference.csv (compute.efficiency names one; the h200 "

@@ -203,6 +203,9 @@ struct par_interf_state {
 	const char *attn[2];          /* the attention kernels' names         */
 };
 void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim);
+/* The host (host.c): the compute model's costs per call hooked into the
+ * sim's engine (sim_set_host) for a step with t->host. */
+void par_host_begin(const struct par_train *t, struct sim *sim);
 
 /* Variability drawn for every rank of a sim (par_var_begin), hooked into
  * its engine until par_var_end. */

@@ -188,6 +188,8 @@ int par_train_simulate(struct par_step *s, struct par_report *out, char *err, si
 	struct par_interf_state is;
 	if (t->interference)
 		par_interf_begin(&is, t, sim);
+	if (t->host)
+		par_host_begin(t, sim);
 	uint32_t nsteps = t->steps ? t->steps : 1;
 	double *step_s = xcalloc(nsteps, sizeof(double));
 	sim_ps t0 = sim_now(sim), end = t0;

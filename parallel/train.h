@@ -47,9 +47,14 @@ struct par_train {
 	uint64_t seed;                    /* random draws (MoE routing,
 					   * variability)                    */
 	bool interference;                /* compute.interference measured:
-					   * compute slowed by the communication
-					   * beside it (the compute model's
+					   * compute and communication slowed
+					   * by each other (the compute model's
 					   * curves, sim_set_interference)    */
+	bool host;                        /* compute.host eager: one host
+					   * thread issues the ops at the
+					   * table's costs (sim_set_host)     */
+	bool interference_auto;           /* ... because auto found the curves
+					   * (a jobs list then runs without)  */
 	const struct par_variability *var;  /* compute-time randomness, or
 					   * NULL: none                      */
 	const struct par_failures *failures;  /* checkpointing and goodput, or

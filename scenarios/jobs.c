@@ -290,6 +290,10 @@ static int load_jobs(struct scn_jobs *js, const char *path, const struct scn_kvs
 				      w != why ? path : "", w != why ? ": " : "", i, j->name,
 				      j->nodes, unit, j->nodes == 1 ? "" : "s", w);
 		}
+		/* Interference in a jobs list is not simulated yet (each job has its
+		 * own compute model): auto reads none here. */
+		if (rc == 0 && j->s.compute.interference == PAR_INTERF_AUTO)
+			j->s.compute.interference = PAR_INTERF_NONE;
 		scn_kvs_free(&jkv);
 	}
 	free(jsets);

@@ -94,7 +94,9 @@ static const char *const precisions[] = { "bf16", "fp16", "fp8", "fp32", NULL };
 static const char *const optimizers[] = { "adam", "sgd", NULL };
 static const char *const recomputes[] = { "none", "selective", "full", NULL };
 static const char *const cp_algos[] = { "ring", "zigzag", "ulysses", NULL };
-static const char *const interferences[] = { "none", "measured", NULL };
+static const char *const interferences[] = { "none", "measured", "auto", NULL };
+static const char *const hosts[] = { "none", "eager", NULL };
+static const char *const algo_autos[] = { "nccl", "fastest", NULL };
 static const char *const fidelities[] = { "flow", "analytic", NULL };
 static const char *const records[] = { "all", "sample", "none", "auto", NULL };
 static const char *const symmetries[] = { "none", "dp", NULL };
@@ -239,15 +241,25 @@ static const struct key keys[] = {
 	  NULL, "all-gather algorithm: ring, rd or auto" },
 	{ "parallel.algorithms.alltoall", KT_ALGO, ALGO_OFF(SIM_COLL_ALLTOALL), 0, 0, "auto",
 	  NULL, "all-to-all algorithm: pairwise or auto" },
+	{ "parallel.algorithms.auto", KT_ENUM, OFF(parallel.algo_auto), 0, 0, "nccl", algo_autos,
+	  "how auto chooses: nccl (as NCCL can: all-gathers and reduce-scatters by ring where a "
+	  "node holds two members of the group, else the fastest closed form), or fastest (the "
+	  "fastest closed form of every algorithm)" },
 	/* compute */
 	{ "compute.efficiency", KT_EFF, OFF(compute.efficiency), 0, 1, "h200", NULL,
 	  "a flat efficiency in (0, 1] (1 = pure roofline), or a calibration table: "
 	  "calibration/NAME/ next to the scenario, else in the data folder" },
 	{ "compute.launch_overhead", KT_TIME, OFF(compute.launch_s), 0, 1, "1.1us", NULL,
 	  "added to every kernel (measured on H200: 1.1 us per kernel in a CUDA graph)" },
-	{ "compute.interference", KT_ENUM, OFF(compute.interference), 0, 0, "none", interferences,
-	  "compute slowed by communication beside it: none, or measured (the table's "
-	  "interference.csv, by the CUDA blocks the rank's communication holds)" },
+	{ "compute.interference", KT_ENUM, OFF(compute.interference), 0, 0, "auto", interferences,
+	  "compute and communication inside a node slowed by each other: none; measured (the "
+	  "table's interference.csv, by the CUDA blocks the rank's communication holds); auto "
+	  "(measured where the calibration table has interference.csv and the scenario is not "
+	  "a jobs list, else none)" },
+	{ "compute.host", KT_ENUM, OFF(compute.host), 0, 0, "none", hosts,
+	  "who issues each rank's kernels and collectives: none (issued ahead of the GPU, as by "
+	  "CUDA graphs: the host never bounds), or eager (one host thread issues them in program "
+	  "order, each at the table's measured host cost, host.csv)" },
 	/* variability */
 	{ "variability.jitter", KT_ENUM, OFF(variability.jitter), 0, 0, "none", dists,
 	  "each compute kernel's time times a draw of mean 1: none, lognormal or gamma" },

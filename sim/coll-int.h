@@ -79,6 +79,10 @@ struct coll_inst {
 	sim_ps t0, t_upd;             /* its start; the last re-rating      */
 	double tau, rate;             /* closed-form ps done by t_upd; rate */
 	double total;                 /* its whole closed form, ps          */
+	double intra;                 /* its bandwidths inside nodes' factor
+				       * beside compute (coll.c, <= 1)      */
+	struct sim_event beside;      /* at its start, after the others then
+				       * (coll.c, beside_fire)              */
 	struct share_seg *seg;        /* rate changes, for the chain's ends */
 	uint32_t nseg, segcap;
 	uint32_t mark;                /* share.c's visit stamp              */
@@ -109,6 +113,16 @@ void coll_share_start(struct sim *sim, struct coll_inst *in);
 /* A registered instance ends now: unregister, re-rate the instances it
  * shared links with, finish its members. */
 void coll_share_end(struct sim *sim, struct coll_inst *in);
+/* Bring in's progress to now and set its rate and end from the sharing and
+ * in->intra now (share.c). */
+void coll_share_rerate(struct sim *sim, struct coll_inst *in);
+/* A chain whose rate changed: its ops' ends mapped through the rate
+ * segments (share.c); nothing to do otherwise. */
+void coll_chain_map(struct sim *sim, struct coll_inst *in);
+/* The rate of in's op with its bandwidths inside nodes scaled by f_intra and
+ * between them by f_inter: the closed form alone over the one so scaled. */
+double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct sim_op *op,
+		       double f_intra, double f_inter);
 /* A memo was made: note whose links its footprint crosses (a group that
  * meets another becomes shared: its running instances register); a group
  * still alone drops the memo's footprint. */

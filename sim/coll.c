@@ -444,10 +444,17 @@ static const struct sim_coll_algo *coll_resolve(struct sim *sim, uint32_t group,
 	const struct sim_coll_algo *best = NULL;
 	double best_t = INFINITY;
 	unsigned best_c = 0;
+	int ring_only = 0;
+	if (sim->cfg.auto_nccl && (op == SIM_COLL_ALLGATHER || op == SIM_COLL_REDUCESCATTER)) {
+		group_layout(sim, g);
+		ring_only = g->nodes < g->n;  /* a node holds two members */
+	}
 	for (const struct sim_coll_algo *const *a = sim->cfg.algos; a && *a; a++) {
 		struct sim_coll_plan p;
 		unsigned c = *channels;
 		char e[256];
+		if (ring_only && strcmp((*a)->name, "ring") != 0)
+			continue;
 		if (plan_build(sim, g, *a, op, bytes, &c, &p, e, sizeof(e)) < 0)
 			continue;
 		double t = plan_time_s(sim, group, *a, &p, *channels);
@@ -693,10 +700,11 @@ static void analytic_fire(struct sim *sim, struct sim_event *ev)
 	struct coll_inst *in = container_of(ev, struct coll_inst, ev);
 	if (in->wake)
 		return;  /* re-rated: its end moved later (share.c) */
-	if (in->registered)
+	if (in->registered) {
 		coll_share_end(sim, in);
-	else
-		coll_closed_finish(sim, in);
+		return;
+	}
+	coll_closed_finish(sim, in);
 }
 
 void coll_closed_finish(struct sim *sim, struct coll_inst *in)
@@ -850,6 +858,31 @@ static int chain_plan(struct sim *sim, struct coll_inst *in, uint32_t seq, uint3
 	return 0;
 }
 
+/*
+ * A closed-form collective that has started beside compute on its members:
+ * its bandwidths inside nodes fall by the largest factor among them
+ * (sim_set_interference), its rate to the closed form alone over the closed
+ * form so slowed. Fired at its start after the events then (so that the
+ * compute ops that start at that time count, whichever order the ranks
+ * came in); its end moves later by a wake (share.c).
+ */
+static void beside_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct coll_inst *in = container_of(ev, struct coll_inst, beside);
+	const struct sim_group *g = &sim->groups[in->group];
+	double f = 1;
+	for (uint32_t i = 0; i < g->n; i++)
+		if (in->stream[i] != COLL_ABSENT) {
+			double s = sim_comm_slow(sim, g->ranks[i]);
+			if (s > f)
+				f = s;
+		}
+	if (f == 1)
+		return;
+	in->intra = 1 / f;
+	coll_share_rerate(sim, in);
+}
+
 uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const struct sim_op *op,
 		       uint32_t chain)
 {
@@ -894,14 +927,20 @@ uint32_t sim_coll_join(struct sim *sim, uint32_t rank, unsigned stream, const st
 					 in->op->name, sim_ps_to_s(sim->now));
 				sim_fail_clock(sim, what);
 			}
-			/* Its end alone; sharing can only move it later (share.c). */
-			sim_schedule(sim, t, &in->ev);
 			in->started = 1;
 			in->t0 = in->t_upd = sim->now;
 			in->rate = 1;
+			in->intra = 1;
 			in->total = (double)total;
+			/* Its end alone; sharing and compute beside it can only
+			 * move it later (share.c, beside_fire). */
+			sim_schedule(sim, t, &in->ev);
 			if (g->shared)
 				coll_share_start(sim, in);
+			if (sim->interf_comm && total > 0) {
+				in->beside.fire = beside_fire;
+				sim_schedule(sim, sim->now, &in->beside);
+			}
 		}
 		return in->chain;
 	}

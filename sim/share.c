@@ -318,12 +318,46 @@ static const struct sim_op *op_at(const struct coll_inst *in)
 
 
 /*
+ * The rate of in's op now with the bandwidths of its routes inside nodes
+ * scaled by f_intra and between them by f_inter (the latencies stay): the
+ * closed form alone over the closed form on the linkset so scaled, at most
+ * 1. O(linkset).
+ */
+double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct sim_op *op,
+		       double f_intra, double f_inter)
+{
+	if (f_intra == 1 && f_inter == 1)
+		return 1.0;
+	char err[256];
+	const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
+	if (!c || !(c->time_s > 0))
+		return 1.0;
+	struct coll_links_memo *m = coll_memo_get(sim, in->group, c->algo, op->coll, op->bytes,
+						  op->channels);
+	if (!m || !m->ls.n)
+		return 1.0;
+	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
+				      sizeof(*sim->share_per), 8);
+	struct sim_coll_linkset ls = { .all = m->ls.all, .n = m->ls.n, .pattern = m->pattern,
+				       .per = sim->share_per };
+	ls.all.bw_intra_Bps *= f_intra, ls.all.bw_inter_Bps *= f_inter;
+	for (uint32_t i = 0; i < ls.n; i++) {
+		sim->share_per[i] = m->per[i];
+		sim->share_per[i].bw_intra_Bps *= f_intra;
+		sim->share_per[i].bw_inter_Bps *= f_inter;
+	}
+	double t = c->algo->time_s(&c->plan, &ls);
+	return t > c->time_s ? c->time_s / t : 1.0;
+}
+
+/*
  * in's rate now. Each link of its footprint that others share and that
  * holds its messages below the rate of their step alone (link_share) slows
  * the class of routes it carries, inside nodes or between them, by what it
  * gives over that rate; the rate is the closed form alone over the closed
  * form on the linkset with each class's bandwidths scaled by its worst
- * link (the latencies stay). O(footprint links).
+ * link, and those inside nodes also by in->intra (compute beside it, taken
+ * at its start). O(footprint links).
  */
 static double share_rate(struct sim *sim, const struct coll_inst *in)
 {
@@ -337,7 +371,7 @@ static double share_rate(struct sim *sim, const struct coll_inst *in)
 	if (!m || !m->ls.n)
 		return 1.0;
 	coll_memo_footprint(sim, in->group, m);
-	double f[2] = { 1, 1 };  /* inside nodes, between them */
+	double f[2] = { in->intra, 1 };  /* inside nodes, between them */
 	for (uint32_t i = 0; i < m->nfp; i++) {
 		uint32_t l = m->fp_link[i], count = m->fp_count[i];
 		uint32_t load = l < sim->share_cap ? sim->share_links[l].load : 0;
@@ -352,20 +386,7 @@ static double share_rate(struct sim *sim, const struct coll_inst *in)
 			if ((m->fp_class[i] >> k & 1) && share / rate < f[k])
 				f[k] = share / rate;
 	}
-	if (f[0] == 1 && f[1] == 1)
-		return 1.0;
-	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
-				      sizeof(*sim->share_per), 8);
-	struct sim_coll_linkset ls = { .all = m->ls.all, .n = m->ls.n, .pattern = m->pattern,
-				       .per = sim->share_per };
-	ls.all.bw_intra_Bps *= f[0], ls.all.bw_inter_Bps *= f[1];
-	for (uint32_t i = 0; i < ls.n; i++) {
-		sim->share_per[i] = m->per[i];
-		sim->share_per[i].bw_intra_Bps *= f[0];
-		sim->share_per[i].bw_inter_Bps *= f[1];
-	}
-	double t = c->algo->time_s(&c->plan, &ls);
-	return t > c->time_s ? c->time_s / t : 1.0;
+	return coll_class_rate(sim, in, op, f[0], f[1]);
 }
 
 /* ---- completion -------------------------------------------------------------- */
@@ -393,14 +414,16 @@ static void share_schedule(struct sim *sim, struct coll_inst *in, sim_ps t)
 	sim_schedule(sim, t, &w->ev);
 }
 
-/* Bring in's progress to now and set its rate and end from the sharing now. */
+/* Bring in's progress to now and set its rate and end from the sharing now
+ * (registered), and its factor beside compute. */
 static void share_rerate(struct sim *sim, struct coll_inst *in)
 {
 	in->tau += (double)(sim->now - in->t_upd) * in->rate;
 	if (in->tau > in->total)
 		in->tau = in->total;
 	in->t_upd = sim->now;
-	double rate = share_rate(sim, in);
+	double rate = in->registered ? share_rate(sim, in)
+				     : coll_class_rate(sim, in, op_at(in), in->intra, 1);
 	if (rate == in->rate)
 		return;  /* its end stands (in->ev's, or the last wake's) */
 	in->seg = xgrow_zeroed(in->seg, &in->segcap, in->nseg, sizeof(*in->seg), 4);
@@ -409,6 +432,11 @@ static void share_rerate(struct sim *sim, struct coll_inst *in)
 	double left = ceil((in->total - in->tau) / rate);
 	share_schedule(sim, in, left >= (double)SIM_PS_MAX ? SIM_PS_MAX
 							   : sim_ps_add(sim->now, (sim_ps)left));
+}
+
+void coll_share_rerate(struct sim *sim, struct coll_inst *in)
+{
+	share_rerate(sim, in);
 }
 
 /* Re-rate the instances affected, in the order they were met. */
@@ -443,23 +471,28 @@ static sim_ps wall_at(const struct coll_inst *in, double tau)
 	return (t - in->t0) + (d > 0 ? (sim_ps)d : 0);
 }
 
+void coll_chain_map(struct sim *sim, struct coll_inst *in)
+{
+	if (in->chain < 2 || !in->nseg)
+		return;
+	sim_ps whole = sim->now - in->t0, prev = 0;
+	for (uint32_t k = 0; k < in->chain; k++) {
+		sim_ps e = k + 1 < in->chain ? wall_at(in, (double)in->chain_end[k]) : whole;
+		if (e > whole)
+			e = whole;
+		if (e < prev)
+			e = prev;
+		in->chain_end[k] = prev = e;
+	}
+}
+
 void coll_share_end(struct sim *sim, struct coll_inst *in)
 {
 	sim->share_gen++;
 	sim->share_naff = 0;
 	if (in->registered)
 		users_remove(sim, in);
-	if (in->chain > 1 && in->nseg) {
-		sim_ps whole = sim->now - in->t0, prev = 0;
-		for (uint32_t k = 0; k < in->chain; k++) {
-			sim_ps e = k + 1 < in->chain ? wall_at(in, (double)in->chain_end[k]) : whole;
-			if (e > whole)
-				e = whole;
-			if (e < prev)
-				e = prev;
-			in->chain_end[k] = prev = e;
-		}
-	}
+	coll_chain_map(sim, in);
 	rerate_affected(sim);
 	coll_closed_finish(sim, in);
 }

@@ -41,6 +41,10 @@ struct sim_xfer {
 	uint64_t due_seq;            /* ev's live heap entry; others are stale */
 	struct sim_route route;
 	double left;                 /* bytes not yet issued                */
+	double slow;                 /* its wire time's factor, beside compute
+				      * at either end (sim_set_interference) */
+	uint32_t src, dst;
+	uint8_t intra;               /* src and dst share a node           */
 	double carry_ps;             /* rounding of the wire time so far   */
 	uint8_t arriving;            /* ev is the arrival, not a chunk issue */
 	uint8_t bulk;                /* holds a bulk reservation (see sim.c) */
@@ -117,6 +121,12 @@ struct sim_rank {
 	 * a collective its channels, a send or receive one (interference). */
 	uint8_t blocks[SIM_MAX_STREAMS];
 	uint8_t ngroups;
+	/* The compute op running (with interference set), and its stream. */
+	uint8_t comp_stream;
+	uint16_t host_wait;               /* bit s: stream s waits for its
+					   * head's issue (sim_set_host)    */
+	const struct sim_op *comp;
+	sim_ps host0;                     /* the host's start: the rank's   */
 	/* Aligned so that mem_now and mem_peak, which every change of memory
 	 * reads, are one pair of lines. */
 	struct sim_rank_stats st __attribute__((aligned(128)));
@@ -229,6 +239,11 @@ struct sim {
 	void *scale_ctx;             /* sim_set_compute_scale               */
 	const double *speed;         /* [rank], sim_set_rank_speed          */
 	double (*interf)(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks);
+	double (*interf_comm)(void *ctx, uint32_t rank, const struct sim_op *beside,
+			      unsigned blocks);
+	double (*host)(void *ctx, const struct sim_op *op);  /* sim_set_host */
+	void *host_ctx;
+	struct host_wake *host_free;  /* spare wakes                    */
 	void *interf_ctx;            /* sim_set_interference                */
 	const sim_ps *chain_end;     /* while coll.c finishes a member of a
 				      * chain: each op's end (run_record)   */
@@ -261,6 +276,9 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 				void (*done)(struct sim *, struct sim_xfer *), void *owner);
 /* The op running at the head of a stream has finished now. */
 void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream);
+/* The factor of a communication kernel's time on rank now, beside its
+ * running compute op (sim_set_interference's comm; 1 when none). */
+double sim_comm_slow(const struct sim *sim, uint32_t rank);
 /* Finish it at the current time through an event (no recursion). */
 void sim_stream_finish_later(struct sim *sim, uint32_t rank, unsigned stream);
 const struct sim_op *sim_stream_head(const struct sim *sim, uint32_t rank, unsigned stream);

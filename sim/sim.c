@@ -72,6 +72,50 @@ static void p2p_free(struct p2p_map *m);
 static void bundle_fire(struct sim *sim, struct sim_event *ev);
 static void bundles_free(struct sim *sim);
 
+/* ---- the host (sim_set_host) ---------------------------------------------- */
+
+/* A stream whose head waits for the host to issue it. */
+struct host_wake {
+	struct sim_event ev;
+	uint32_t rank;
+	unsigned stream;
+	struct host_wake *next_free;
+};
+
+static void host_fire(struct sim *sim, struct sim_event *ev);
+
+static int host_event_free(struct sim *sim, struct sim_event *ev)
+{
+	if (ev->fire != host_fire)
+		return 0;
+	struct host_wake *w = container_of(ev, struct host_wake, ev);
+	w->next_free = sim->host_free;
+	sim->host_free = w;
+	return 1;
+}
+
+void sim_set_host(struct sim *sim, double (*cost)(void *ctx, const struct sim_op *op), void *ctx)
+{
+	sim->host = cost;
+	sim->host_ctx = ctx;
+}
+
+/* Each op's issue time from the program's start: the host's costs summed
+ * in op order, each op issued once its own cost is spent. */
+static void program_issue(struct sim *sim, struct sim_program *prog)
+{
+	free(prog->issue_ps);
+	prog->issue_ps = xreallocarray(NULL, prog->nops ? prog->nops : 1, sizeof(sim_ps));
+	double t = 0;
+	for (uint32_t i = 0; i < prog->nops; i++) {
+		double c = sim->host(sim->host_ctx, &prog->ops[i]);
+		BUG_ON(!(c >= 0));
+		t += c;
+		prog->issue_ps[i] = sim_ps_from_s(t);
+	}
+	prog->issue_of = sim->host_ctx;
+}
+
 void sim_free(struct sim *sim)
 {
 	if (!sim)
@@ -85,9 +129,14 @@ void sim_free(struct sim *sim)
 			struct sim_bundle *b = container_of(e.ev, struct sim_bundle, ev);
 			b->next_free = sim->bundle_free;
 			sim->bundle_free = b;
-		} else {
+		} else if (!host_event_free(sim, e.ev)) {
 			coll_share_event_free(sim, e.ev);
 		}
+	}
+	while (sim->host_free) {
+		struct host_wake *w = sim->host_free;
+		sim->host_free = w->next_free;
+		free(w);
 	}
 	for (uint32_t g = 0; g < sim->ngroups; g++)
 		sim_group_free(&sim->groups[g]);
@@ -140,9 +189,12 @@ void sim_set_rank_speed(struct sim *sim, const double *speed)
 void sim_set_interference(struct sim *sim,
 			  double (*factor)(void *ctx, uint32_t rank, const struct sim_op *op,
 					   unsigned blocks),
+			  double (*comm)(void *ctx, uint32_t rank, const struct sim_op *beside,
+					 unsigned blocks),
 			  void *ctx)
 {
 	sim->interf = factor;
+	sim->interf_comm = factor ? comm : NULL;
 	sim->interf_ctx = ctx;
 }
 
@@ -154,6 +206,16 @@ static unsigned comm_blocks(const struct sim_rank *r)
 	for (uint16_t c = r->counted; c; c &= (uint16_t)(c - 1))
 		n += r->blocks[__builtin_ctz(c)];
 	return n;
+}
+
+double sim_comm_slow(const struct sim *sim, uint32_t rank)
+{
+	const struct sim_rank *r = &sim->ranks[rank];
+	if (!sim->interf_comm || !r->comp)
+		return 1;
+	double g = sim->interf_comm(sim->interf_ctx, rank, r->comp, comm_blocks(r));
+	BUG_ON(!(g >= 1));
+	return g;
 }
 
 void sim_set_rank_done(struct sim *sim, void (*done)(void *ctx, struct sim *sim, uint32_t rank),
@@ -343,12 +405,13 @@ static sim_ps chunk_reserve(struct sim *sim, struct sim_xfer *x, sim_ps t, sim_p
 		if (f > s)
 			s = f;
 	}
-	double exact = x->route.bw_Bps > 0 ? c / x->route.bw_Bps * (double)SIM_PS_PER_S : 0;
+	double exact = x->route.bw_Bps > 0 ? c * x->slow / x->route.bw_Bps * (double)SIM_PS_PER_S
+					    : 0;
 	*wire = sim_ps_round(exact + x->carry_ps);
 	x->carry_ps += exact - (double)*wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
-		sim_ps w = l->bw_Bps == x->route.bw_Bps ? *wire : wire_ps(c, l->bw_Bps);
+		sim_ps w = l->bw_Bps == x->route.bw_Bps ? *wire : wire_ps(c * x->slow, l->bw_Bps);
 		l->free_ps = sim_ps_add(s, w);
 		l->busy_ps = sim_ps_add(l->busy_ps, w);
 		l->bytes += c;
@@ -390,12 +453,13 @@ static void xfer_bulk(struct sim *sim, struct sim_xfer *x)
 		x->b0.busy0[i] = l->busy_ps;
 		x->b0.bytes0[i] = l->bytes;
 	}
-	double exact = x->left / x->route.bw_Bps * (double)SIM_PS_PER_S;
+	double exact = x->left * x->slow / x->route.bw_Bps * (double)SIM_PS_PER_S;
 	sim_ps wire = sim_ps_round(exact + x->carry_ps);
 	x->carry_ps += exact - (double)wire;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
-		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire : wire_ps(x->left, l->bw_Bps);
+		sim_ps w = l->bw_Bps == x->route.bw_Bps ? wire
+							: wire_ps(x->left * x->slow, l->bw_Bps);
 		l->free_ps = sim_ps_add(sim->now, w);
 		l->busy_ps = sim_ps_add(l->busy_ps, w);
 		l->bytes += x->left;
@@ -430,9 +494,16 @@ static void xfer_split(struct sim *sim, struct sim_xfer *x)
 	}
 }
 
-/* Issue the next chunk, or all of them at once if the route is free now. */
+/*
+ * Issue the next chunk, or all of them at once if the route is free now, at
+ * the slowdown of compute beside either end now (inside a node only).
+ */
 static void xfer_issue(struct sim *sim, struct sim_xfer *x)
 {
+	if (x->intra) {
+		double a = sim_comm_slow(sim, x->src), b = sim_comm_slow(sim, x->dst);
+		x->slow = a > b ? a : b;
+	}
 	int idle = 1;
 	for (uint32_t i = 0; i < x->route.n; i++) {
 		struct sim_link *l = &sim->links[x->route.link[i]];
@@ -497,6 +568,10 @@ struct sim_xfer *sim_xfer_start(struct sim *sim, uint32_t src, uint32_t dst, dou
 	x->ev.fire = xfer_fire;
 	x->left = bytes > 0 ? bytes : 0;
 	x->carry_ps = 0;
+	x->slow = 1;
+	x->src = src, x->dst = dst;
+	x->intra = sim->interf_comm && src != dst &&
+		   sim->topo_ops->node_of(sim->topo, src) == sim->topo_ops->node_of(sim->topo, dst);
 	x->done = done;
 	x->owner = owner;
 	if (src == dst) {
@@ -535,6 +610,7 @@ void sim_program_free(struct sim_program *prog)
 {
 	if (!prog)
 		return;
+	free(prog->issue_ps);
 	for (uint32_t i = 0; i < prog->nnames; i++)
 		free(prog->names[i]);
 	for (int s = 0; s < SIM_MAX_STREAMS; s++)
@@ -972,6 +1048,47 @@ static void compute_schedule(struct sim *sim, uint32_t rank, unsigned stream,
 	stream_schedule(sim, end, rank, stream);
 }
 
+static inline void stream_try_start(struct sim *sim, uint32_t rank, unsigned stream);
+
+static void host_fire(struct sim *sim, struct sim_event *ev)
+{
+	struct host_wake *w = container_of(ev, struct host_wake, ev);
+	uint32_t rank = w->rank;
+	unsigned stream = w->stream;
+	w->next_free = sim->host_free;
+	sim->host_free = w;
+	sim->ranks[rank].host_wait &= (uint16_t)~(1u << stream);
+	stream_try_start(sim, rank, stream);
+}
+
+/* Whether the host has issued the head op h of a stream by now; if not, the
+ * stream is woken when it has. */
+static int host_issued(struct sim *sim, uint32_t rank, unsigned stream,
+		       const struct sim_op_hot *h)
+{
+	struct sim_rank *r = &sim->ranks[rank];
+	sim_ps at = sim_ps_add(r->host0, r->prog->issue_ps[h->op]);
+	if (at <= sim->now)
+		return 1;
+	if (r->host_wait >> stream & 1u)
+		return 0;
+	if (at == SIM_PS_MAX) {
+		sim_fail_clock(sim, "the host's issue of an op");
+		return 0;
+	}
+	struct host_wake *w = sim->host_free;
+	if (w)
+		sim->host_free = w->next_free;
+	else
+		w = xcalloc(1, sizeof(*w));
+	w->ev.fire = host_fire;
+	w->rank = rank;
+	w->stream = stream;
+	r->host_wait |= (uint16_t)(1u << stream);
+	sim_schedule(sim, at, &w->ev);
+	return 0;
+}
+
 /*
  * Start the head op of a stream, its first dependency (if any) done: the
  * part of stream_try_start that runs when the quick checks pass.
@@ -986,14 +1103,18 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 		if (r->next[d->stream] <= d->pos)
 			return;
 	}
+	if (__builtin_expect(sim->host != NULL, 0) && !host_issued(sim, rank, stream, h))
+		return;
 	stream_set_busy(sim, r, stream, 1, h->kind != SIM_OP_SEND && h->kind != SIM_OP_RECV);
 	if (sim->rec)
 		r->start[stream] = sim->now;
 	r->run[stream] = 1;
 	switch (h->kind) {
 	case SIM_OP_COMPUTE:
-		if (__builtin_expect(sim->scale != NULL || sim->interf != NULL, 0)) {
-			/* One op at a time, each with its own draw and interference. */
+		if (__builtin_expect(sim->scale != NULL || sim->interf != NULL || sim->host != NULL,
+				     0)) {
+			/* One op at a time, each with its own draw, interference
+			 * and issue. */
 			const struct sim_op *op = &prog->ops[h->op];
 			double f = sim->scale ? sim->scale(sim->scale_ctx, rank, op) : 1;
 			BUG_ON(!(f > 0));
@@ -1007,6 +1128,10 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 				r->st.interference_ps = sim_ps_add(r->st.interference_ps, dg - d);
 				d = dg;
 			}
+			if (sim->interf) {
+				r->comp = op;
+				r->comp_stream = (uint8_t)stream;
+			}
 			compute_schedule(sim, rank, stream, h, sim_ps_add(sim->now, d));
 			break;
 		}
@@ -1015,7 +1140,8 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 				 sim_ps_add(sim->now, at_speed(sim, rank, h->run_ps)));
 		break;
 	case SIM_OP_COLL:
-		r->run[stream] = (uint16_t)sim_coll_join(sim, rank, stream, &prog->ops[h->op], h->run_n);
+		r->run[stream] = (uint16_t)sim_coll_join(sim, rank, stream, &prog->ops[h->op],
+							 sim->host ? 1 : h->run_n);
 		break;
 	case SIM_OP_SEND:
 	case SIM_OP_RECV:
@@ -1091,6 +1217,8 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	if (sim->rec)
 		run_record(sim, rank, stream);
 	stream_set_busy(sim, r, stream, 0, 0);
+	if (r->comp && r->comp_stream == stream)
+		r->comp = NULL;
 	if (h->effects) {
 		const struct sim_op *op = &r->prog->ops[h->op];
 		if (op->mem_bytes != 0)
@@ -1133,7 +1261,10 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 		build_memberships(sim);
 	/* The hot arrays are derived data kept with the program; computing
 	 * them once changes none of its ops. */
+	int fresh = !prog->sealed;
 	program_seal((struct sim_program *)prog);
+	if (sim->host && (fresh || !prog->issue_ps || prog->issue_of != sim->host_ctx))
+		program_issue(sim, (struct sim_program *)prog);
 	sim->ranks_started = 1;
 	r->prog = prog;
 	r->ngroups = (uint8_t)ngroups;
@@ -1158,6 +1289,8 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	r->since = sim->now;
 	r->counted = 0;
 	r->busy = 0;
+	r->host_wait = 0;
+	r->host0 = sim->now;
 	memset(r->next, 0, sizeof(r->next));
 	memset(r->run, 0, sizeof(r->run));
 	memset(r->start, 0, sizeof(r->start));

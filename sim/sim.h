@@ -313,6 +313,10 @@ struct sim_program {
 	struct sim_op_hot *hot[SIM_MAX_STREAMS];
 	struct sim_dep_at { uint32_t pos; uint32_t stream; } *dep_at;
 	uint8_t sealed;
+	/* With a host (sim_set_host): each op's issue time from the program's
+	 * start, and the cost whose sums they are. */
+	sim_ps *issue_ps;
+	const void *issue_of;
 };
 
 struct sim_program *sim_program_new(void);
@@ -370,6 +374,12 @@ struct sim_config {
 	/* Collectives costed in closed form share the links they cross with
 	 * the others running there (share.c); 0: each alone on its links. */
 	int analytic_sharing;
+	/* auto chooses as NCCL can: an all-gather or reduce-scatter on a group
+	 * with more than one member on a node runs by ring (NCCL's only
+	 * algorithm there; its PAT, log steps, needs one GPU a node), the rest
+	 * from every algorithm. 0: from every algorithm, the fastest closed
+	 * form (docs/collectives.md, "What NCCL would pick"). */
+	int auto_nccl;
 };
 
 /* NCCL's Simple protocol: a 4 MiB buffer in 8 slots, 512 KiB per slot. */
@@ -403,17 +413,44 @@ void sim_set_compute_scale(struct sim *sim,
  */
 void sim_set_rank_speed(struct sim *sim, const double *speed);
 /*
- * Interference: when a compute op starts on a rank while its communication
- * holds `blocks` CUDA blocks (the channels of each collective it is in,
- * one for each send or receive moving data), the op takes factor(ctx,
- * rank, op, blocks) (>= 1) times its time (after any scale and speed); the
- * time added counts in the rank's interference_ps. The factor is taken at
- * the op's start and holds to its end. With it set, compute ops run one
- * event each. NULL: none.
+ * Interference, both ways.
+ *
+ * Compute slowed by communication: when a compute op starts on a rank while
+ * its communication holds `blocks` CUDA blocks (the channels of each
+ * collective it is in, one for each send or receive moving data), the op
+ * takes factor(ctx, rank, op, blocks) (>= 1) times its time (after any
+ * scale and speed); the time added counts in the rank's interference_ps.
+ * The factor is taken at the op's start and holds to its end. With it set,
+ * compute ops run one event each.
+ *
+ * Communication slowed by compute: comm(ctx, rank, beside, blocks) (>= 1)
+ * is the factor of a communication kernel's time on a rank whose compute op
+ * `beside` runs, the kernels holding `blocks` blocks. It slows only what
+ * the GPU's own data path bounds: routes inside a node (NVLink; across
+ * nodes the NIC is the bound). A transfer inside a node (flow fidelity)
+ * puts each chunk on the wire at its bandwidth over the larger factor of
+ * its two ends, taken as the chunk (or the rest of the message, when its
+ * route is free) is issued. A closed-form collective (analytic fidelity)
+ * runs with its bandwidths inside nodes over the largest factor among its
+ * members, taken at its start. comm NULL: communication is not slowed.
+ * factor NULL: no interference either way.
  */
+/*
+ * The host: one thread per rank issues the rank's ops in program order
+ * (op index), each at cost(ctx, op) seconds of its own time (>= 0), from
+ * the rank's start (sim_rank_start) without waiting for the GPU. An op
+ * starts no earlier than it is issued: the sum of the costs of the ops up
+ * to it. A rank whose kernels are shorter than their host costs runs at the
+ * host's pace. With a host, compute ops and collectives run one event each
+ * (no runs, no chains). NULL: no host (ops are issued when ready).
+ */
+void sim_set_host(struct sim *sim, double (*cost)(void *ctx, const struct sim_op *op),
+		  void *ctx);
 void sim_set_interference(struct sim *sim,
 			  double (*factor)(void *ctx, uint32_t rank, const struct sim_op *op,
 					   unsigned blocks),
+			  double (*comm)(void *ctx, uint32_t rank, const struct sim_op *beside,
+					 unsigned blocks),
 			  void *ctx);
 /*
  * Call done(ctx, sim, rank) when a rank's program has finished (its last op

@@ -7,7 +7,7 @@
  * splits into micro-batches), a model preset or shape that the layout fits,
  * one of DDP, ZeRO 1-3, FSDP, HSDP or optimizer offload, a pipeline
  * schedule, collective algorithms, fidelity, sim.symmetry and
- * sim.analytic_sharing, ZeRO-3's buckets, variability,
+ * sim.analytic_sharing, ZeRO-3's buckets, interference, the host, variability,
  * faults, failures, several jobs, and now and then an extreme value still
  * inside its key's range (1 B/s, latencies of 1e9 s, efficiency 1e-12,
  * jitter_cv 10). About one decision in sixteen breaks a rule on purpose
@@ -404,6 +404,8 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 		kv(y, "parallel.algorithms.reducescatter", "%s", PICK(in, rsag));
 		kv(y, "parallel.algorithms.allgather", "%s", PICK(in, rsag));
 		kv(y, "parallel.algorithms.alltoall", "%s", PICK(in, a2a));
+		if (one_in(in, 2))
+			kv(y, "parallel.algorithms.auto", "%s", one_in(in, 2) ? "nccl" : "fastest");
 	}
 }
 
@@ -549,8 +551,12 @@ static void draw_job(struct in *in, struct yaml *y, const struct cluster *c, str
 		kv(y, "compute.efficiency", "%s", one_in(in, 16) ? "h100" : PICK(in, effs));
 	if (one_in(in, 4))
 		kv(y, "compute.launch_overhead", "%s", PICK(in, launch));
-	if (one_in(in, 4))  /* measured with a flat efficiency: refused (exit 2) */
-		kv(y, "compute.interference", "%s", one_in(in, 4) ? "none" : "measured");
+	if (one_in(in, 4)) {  /* measured with a flat efficiency: refused (exit 2) */
+		static const char *const interf[] = { "none", "measured", "auto" };
+		kv(y, "compute.interference", "%s", PICK(in, interf));
+	}
+	if (one_in(in, 6))  /* eager with a flat efficiency or in a jobs list: refused */
+		kv(y, "compute.host", "%s", one_in(in, 4) ? "none" : "eager");
 }
 
 /* The sections of the whole cluster: variability, failures, sim. */

@@ -1003,6 +1003,65 @@ START_TEST(test_interference_malformed)
 }
 END_TEST
 
+/* ---- the host's cost of a call (host.csv) ----------------------------------- */
+
+/* Each call's cost is the median of its rows (hand values from
+ * scenarios/calibration/h200/host.csv); an all-to-all or a broadcast
+ * without rows costs an all-gather's or an all-reduce's; a model without
+ * the file has none. */
+START_TEST(test_host_costs)
+{
+	struct par_compute_model *cm = load(0, "h200", 0, H200, PAR_BF16, DATADIR);
+	ck_assert(par_compute_has_host(cm));
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_KERNEL), 19.47e-6, 1e-12);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_ALLREDUCE), 19.43e-6, 1e-12);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_ALLGATHER), 31.25e-6, 1e-12);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_REDUCESCATTER), 38.02e-6, 1e-12);
+	par_compute_model_free(cm);
+	const char *dir = temp_table(H200, NULL);
+	cm = load(0, H200, 0, H200, PAR_BF16, dir);
+	ck_assert(!par_compute_has_host(cm));
+	ck_assert_double_eq(par_compute_host_s(cm, PAR_HOST_ALLREDUCE), 0);
+	par_compute_model_free(cm);
+	char path[512];
+	snprintf(path, sizeof path, "%s/calibration/%s/host.csv", dir, H200);
+	write_file(path, "op,bytes,host_us_per_call\n"
+			 "torch_matmul_64,0,10\nnccl_all_reduce,4,20\nnccl_all_reduce,8,40\n"
+			 "nccl_all_gather_into_tensor,4,30\nnccl_reduce_scatter_tensor,4,50\n"
+			 "something_else,4,1000\n");
+	cm = load(0, H200, 0, H200, PAR_BF16, dir);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_ALLREDUCE), 30e-6, 1e-12);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_ALLTOALL), 30e-6, 1e-12);
+	ck_assert_double_eq_tol(par_compute_host_s(cm, PAR_HOST_BROADCAST), 30e-6, 1e-12);
+	par_compute_model_free(cm);
+	rm_tree(dir);
+}
+END_TEST
+
+/* A table's host.csv: each error names its file, line or the missing op. */
+START_TEST(test_host_malformed)
+{
+	static const struct {
+		const char *text, *needle;
+	} cases[] = {
+		{ "op,bytes\ntorch_matmul_64,0\n", "no column 'host_us_per_call'" },
+		{ "op,host_us_per_call\ntorch_matmul_64,10\n", "no rows of op nccl_all_reduce" },
+		{ "op,host_us_per_call\ntorch_matmul_64,x\n", "host.csv:2: column 'host_us_per_call'" },
+		{ "op,host_us_per_call\ntorch_matmul_64,2e6\n", "host.csv:2: column "
+		  "'host_us_per_call': 2e+06 us a call" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *dir = temp_table(H200, NULL);
+		char path[512];
+
+		snprintf(path, sizeof path, "%s/calibration/%s/host.csv", dir, H200);
+		write_file(path, cases[i].text);
+		load_fails(0, H200, 0, H200, PAR_BF16, dir, cases[i].needle, NULL);
+		rm_tree(dir);
+	}
+}
+END_TEST
+
 static Suite *compute_suite(void)
 {
 	Suite *s = suite_create("compute");
@@ -1026,6 +1085,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(table, test_other_gpu_scaled);
 	tcase_add_test(table, test_spreadsheet_csv_loads);
 	tcase_add_test(table, test_interference_points);
+	tcase_add_test(table, test_host_costs);
 	tcase_add_test(errors, test_fp8_a100_fails);
 	tcase_add_test(errors, test_bad_settings_fail);
 	tcase_add_test(errors, test_malformed_number);
@@ -1034,6 +1094,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(errors, test_missing_table);
 	tcase_add_test(errors, test_unknown_table_gpu);
 	tcase_add_test(errors, test_interference_malformed);
+	tcase_add_test(errors, test_host_malformed);
 	suite_add_tcase(s, flat);
 	suite_add_tcase(s, table);
 	suite_add_tcase(s, errors);

@@ -42,6 +42,7 @@ struct ttopo {
 	double bw_Bps;
 	uint32_t *link;     /* pairs: [src * n + dst]; star: [2 * rank + rx] */
 	uint32_t created;   /* links made so far                             */
+	uint32_t per_node;  /* ranks a node (0: 1)                           */
 };
 
 static void ttopo_init(struct ttopo *t, enum tt_kind kind, uint32_t nranks,
@@ -94,8 +95,8 @@ static void tt_route(void *topo, struct sim *sim, uint32_t src, uint32_t dst,
 
 static uint32_t tt_node_of(void *topo, uint32_t rank)
 {
-	(void)topo;
-	return rank;
+	const struct ttopo *t = topo;
+	return t->per_node > 1 ? rank / t->per_node : rank;
 }
 
 static uint32_t tt_rails(void *topo)
@@ -1099,7 +1100,7 @@ START_TEST(test_interference)
 		sim_program_compute(p, 0, "c", 10 * US, 0, 0);
 		sim_program_dep(p, ar);
 		interf_blocks_seen = 0;
-		sim_set_interference(ts.sim, interf_tenth, NULL);
+		sim_set_interference(ts.sim, interf_tenth, NULL, NULL);
 		for (uint32_t r = 0; r < 4; r++)
 			tsim_start(&ts, r, p);
 		tsim_run_ok(&ts);
@@ -1110,6 +1111,99 @@ START_TEST(test_interference)
 		ASSERT_RECORD(ts.rec, 0, "c", e->end, e->end + 10 * US);
 		ck_assert_uint_eq(interf_blocks_seen, 2);
 		ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->interference_ps, 22 * US);
+		sim_program_free(p);
+		tsim_clear(&ts);
+	}
+}
+END_TEST
+
+/*
+ * Communication slowed by compute: a compute op of 1 ms runs on rank 0 as
+ * the two ranks start an all-reduce of n = 10 MB on one channel (n / W =
+ * 200 us, two steps of n/2 and a = 10 us each: 220 us alone). In one node
+ * the all-reduce's bandwidth falls by the factor, 2: 2a + 2 (n/2) 2 / W =
+ * 420 us in both fidelities. In two nodes it runs alone. The factor is
+ * asked with the blocks of the collective (1); the compute op, started
+ * before it, is not slowed.
+ */
+static unsigned comm_blocks_seen;
+static double comm_double(void *ctx, uint32_t rank, const struct sim_op *beside, unsigned blocks)
+{
+	(void)ctx, (void)rank;
+	ck_assert_str_eq(beside->name, "big");
+	if (blocks > comm_blocks_seen)
+		comm_blocks_seen = blocks;
+	return 2;
+}
+
+START_TEST(test_interference_comm)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(fidelities); f++)
+		for (uint32_t per_node = 1; per_node <= 2; per_node++) {
+			struct tsim ts;
+			tsim_init_f(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0, fidelities[f]);
+			ts.topo.per_node = per_node;
+			struct sim_program *p = sim_program_new();
+			sim_program_compute(p, 0, "big", 1000 * US, 0, 0);
+			sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 1e7, 1, 0);
+			comm_blocks_seen = 0;
+			sim_set_interference(ts.sim, interf_tenth, comm_double, NULL);
+			for (uint32_t r = 0; r < 2; r++)
+				tsim_start(&ts, r, p);
+			tsim_run_ok(&ts);
+			sim_ps want = per_node == 2 ? 420 * US : 220 * US;
+			for (uint32_t r = 0; r < 2; r++) {
+				const struct rec_entry *e = rec_find(ts.rec, r, "ar");
+				ck_assert_msg(llabs((long long)(e->end - want)) <= 2,
+					      "%s, %u a node: rank %u's all-reduce ends at %lld ps, "
+					      "expected %lld", sim_fidelity_name(fidelities[f]),
+					      per_node, r, (long long)e->end, (long long)want);
+			}
+			ASSERT_RECORD(ts.rec, 0, "big", 0, 1000 * US);
+			ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->interference_ps, 0);
+			ck_assert_uint_le(comm_blocks_seen, 1);
+			if (per_node == 2)
+				ck_assert_uint_eq(comm_blocks_seen, 1);
+			sim_program_free(p);
+			tsim_clear(&ts);
+		}
+}
+END_TEST
+
+/*
+ * The host issues each op at its cost (5 us a kernel, 20 us a collective)
+ * in op order: a (1 us) is issued at 5 us and runs to 6; b (100 us) at 10,
+ * to 110; the all-reduce on its own stream at 30 and starts then (not at 0,
+ * when its stream was free); c, issued at 35 but behind b, starts at 110.
+ * Both fidelities; two ranks.
+ */
+static double host_cost(void *ctx, const struct sim_op *op)
+{
+	(void)ctx;
+	return op->kind == SIM_OP_COLL ? 20e-6 : 5e-6;
+}
+
+START_TEST(test_host)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(fidelities); f++) {
+		struct tsim ts;
+		tsim_init_f(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0, fidelities[f]);
+		struct sim_program *p = sim_program_new();
+		sim_program_compute(p, 0, "a", 1 * US, 0, 0);
+		sim_program_compute(p, 0, "b", 100 * US, 0, 0);
+		sim_program_coll(p, 1, "ar", SIM_COLL_ALLREDUCE, &coll_ring, 0, 1e6, 1, 0);
+		sim_program_compute(p, 0, "c", 1 * US, 0, 0);
+		sim_set_host(ts.sim, host_cost, NULL);
+		for (uint32_t r = 0; r < 2; r++)
+			tsim_start(&ts, r, p);
+		tsim_run_ok(&ts);
+		for (uint32_t r = 0; r < 2; r++) {
+			ASSERT_RECORD(ts.rec, r, "a", 5 * US, 6 * US);
+			ASSERT_RECORD(ts.rec, r, "b", 10 * US, 110 * US);
+			ASSERT_RECORD(ts.rec, r, "c", 110 * US, 111 * US);
+			const struct rec_entry *e = rec_find(ts.rec, r, "ar");
+			ck_assert_int_eq(e->start, 30 * US);
+		}
 		sim_program_free(p);
 		tsim_clear(&ts);
 	}
@@ -1136,6 +1230,49 @@ static struct sim_program *delayed_allreduce(double n, sim_ps delay)
 	sim_program_dep(p, w);
 	return p;
 }
+
+/*
+ * auto as NCCL can (sim_config.auto_nccl): on 8 ranks, 4 to a node, a
+ * 64 KiB all-gather or reduce-scatter runs by ring, where the fastest closed
+ * form is another (rd: 3 steps against the ring's 7 latencies); one rank a
+ * node, it takes the fastest as before; an all-reduce is never restricted.
+ */
+START_TEST(test_auto_nccl)
+{
+	static const enum sim_coll_op ops[] = { SIM_COLL_ALLGATHER, SIM_COLL_REDUCESCATTER,
+						SIM_COLL_ALLREDUCE };
+	for (uint32_t per_node = 1; per_node <= 4; per_node *= 4)
+		for (size_t o = 0; o < ARRAY_SIZE(ops); o++) {
+			const struct sim_coll_algo *got[2];
+			for (int nccl = 0; nccl < 2; nccl++) {
+				struct sim_config cfg;
+				sim_config_init(&cfg);
+				cfg.algos = coll_algos;
+				cfg.auto_nccl = nccl;
+				struct ttopo t;
+				ttopo_init(&t, TT_PAIRS, 8, 10e-6, 50e9);
+				t.per_node = per_node;
+				struct sim *sim = sim_new(&cfg, 8, &tt_ops, &t);
+				uint32_t all[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+				uint32_t g = sim_group_add(sim, all, 8);
+				unsigned ch = 0;
+				char err[256];
+				got[nccl] = sim_coll_check(sim, g, ops[o], NULL, 65536, &ch, err,
+							   sizeof(err));
+				ck_assert_msg(got[nccl] != NULL, "%s", err);
+				sim_free(sim);
+				ttopo_clear(&t);
+			}
+			const char *want = per_node > 1 && ops[o] != SIM_COLL_ALLREDUCE
+						   ? "ring" : got[0]->name;
+			ck_assert_msg(strcmp(got[0]->name, "ring") != 0 || ops[o] == SIM_COLL_ALLREDUCE,
+				      "%s: the fastest is the ring", sim_coll_op_name(ops[o]));
+			ck_assert_msg(!strcmp(got[1]->name, want), "%s, %u a node: nccl took %s, "
+				      "expected %s", sim_coll_op_name(ops[o]), per_node, got[1]->name,
+				      want);
+		}
+}
+END_TEST
 
 /* Run groups {0,1} (no delay) and {2,3} (delay) on the bus; their ends. */
 static void bus_pair(enum sim_fidelity fid, int sharing, sim_ps delay, sim_ps *ea, sim_ps *eb)
@@ -1695,6 +1832,9 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_run_cut);
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_interference);
+	tcase_add_test(tc, test_interference_comm);
+	tcase_add_test(tc, test_host);
+	tcase_add_test(tc, test_auto_nccl);
 	tcase_add_test(tc, test_analytic_sharing);
 	tcase_add_test(tc, test_rank_speed);
 	tcase_add_test(tc, test_rank_done);

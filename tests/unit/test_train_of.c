@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include "collectives/coll.h"
+#include "parallel/compute.h"
 #include "parallel/train.h"
+#include "topology/topo.h"
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
 #include "tests/checkmain.h"
@@ -63,12 +65,45 @@ START_TEST(carries_the_sim_keys)
 }
 END_TEST
 
+/* compute.interference auto: measured with a table that has the curves
+ * (h200), none with a flat efficiency; measured and none as asked. */
+START_TEST(interference_auto)
+{
+	static const struct {
+		const char *eff, *interf;
+		bool on, is_auto;
+	} cases[] = {
+		{ "compute.efficiency=h200", NULL, true, true },
+		{ "compute.efficiency=0.5", NULL, false, false },
+		{ "compute.efficiency=h200", "compute.interference=none", false, false },
+		{ "compute.efficiency=h200", "compute.interference=measured", true, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		static struct scn s;
+		const char *sets[] = { cases[i].eff, cases[i].interf };
+		load(&s, sets, cases[i].interf ? 2 : 1);
+		char err[SCN_ERRLEN];
+		struct par_compute_model *cm = par_compute_model_new(
+			&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision, s.datadir,
+			err, sizeof(err));
+		ck_assert_msg(cm != NULL, "%s", err);
+		struct par_train t;
+		scn_train_of(&t, &s, cm);
+		ck_assert_msg(t.interference == cases[i].on && t.interference_auto == cases[i].is_auto,
+			      "case %zu: interference %d, auto %d", i, t.interference,
+			      t.interference_auto);
+		par_compute_model_free(cm);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("train_of");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, points_at_the_scenario);
 	tcase_add_test(tc, carries_the_sim_keys);
+	tcase_add_test(tc, interference_auto);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
