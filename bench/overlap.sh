@@ -7,8 +7,12 @@
 #               alone on their links (sim.analytic_sharing false);
 #   +modules    ZeRO-3 by module (parallel.zero3.*, its DeepSpeed defaults);
 #   +sharing    collectives share links (sim.analytic_sharing true);
-#   +nccl       all-gathers and reduce-scatters by ring, as NCCL runs them at
-#               8 GPUs a node (parallel.algorithms.allgather/reducescatter).
+#   +nccl       auto chooses as NCCL can: all-gathers and reduce-scatters by
+#               ring at 8 GPUs a node (parallel.algorithms.auto nccl);
+#   +interf     compute and NVLink communication slowed by each other
+#               (compute.interference auto: the h200 table's curves).
+# The first four run with the later costs off (parallel.algorithms.auto
+# fastest, compute.interference none); the last is every default.
 # Prints step time and MFU for each. docs/parallelism.md shows the table.
 #
 #   bench/overlap.sh CLUSTERSIM [SCENARIO]
@@ -30,15 +34,17 @@ for layout in megatron zero3-tp4 zero3-tp2; do
 	zero3-tp2) l="--set parallel.tp=2 --set parallel.pp=1 --set parallel.dp=512"
 		name="ZeRO-3 TP2 DP512" ;;
 	esac
-	for costs in units +modules +sharing +nccl; do
+	for costs in units +modules +sharing +nccl +interf; do
 		case $layout in megatron) z="" ;; *)
 			z="--set parallel.zero=3"
 			[ "$costs" = units ] && z="--set parallel.fsdp.enabled=true" ;;
 		esac
+		off="--set parallel.algorithms.auto=fastest --set compute.interference=none"
 		case $costs in
-		units | +modules) c="--set sim.analytic_sharing=false" ;;
-		+sharing) c="" ;;
-		+nccl) c="--set parallel.algorithms.allgather=ring --set parallel.algorithms.reducescatter=ring" ;;
+		units | +modules) c="--set sim.analytic_sharing=false $off" ;;
+		+sharing) c="$off" ;;
+		+nccl) c="--set compute.interference=none" ;;
+		+interf) c="" ;;
 		esac
 		set -- $(run "$l $z $c")
 		printf '%-34s %-9s %10.3f %7.3f\n' "$name" "$costs" "$1" "$2"
