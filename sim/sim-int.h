@@ -121,15 +121,23 @@ struct sim_rank {
 	 * a collective its channels, a send or receive one (interference). */
 	uint8_t blocks[SIM_MAX_STREAMS];
 	uint8_t ngroups;
-	/* The compute op running (with interference set), and its stream. */
-	uint8_t comp_stream;
-	uint16_t host_wait;               /* bit s: stream s waits for its
-					   * head's issue (sim_set_host)    */
-	const struct sim_op *comp;
-	sim_ps host0;                     /* the host's start: the rank's   */
 	/* Aligned so that mem_now and mem_peak, which every change of memory
 	 * reads, are one pair of lines. */
 	struct sim_rank_stats st __attribute__((aligned(128)));
+	/* Read only with interference or a host set (sim_set_interference,
+	 * sim_set_host), after the lines every event reads. The compute op
+	 * running one at a time (or in progress in a cut run), its stream. */
+	uint8_t comp_stream;
+	uint16_t host_wait;               /* bit s: stream s waits for its
+					   * head's issue (sim_set_host)    */
+	uint16_t coalesced;               /* bit s: stream s runs a run of
+					   * compute ops begun without
+					   * communication (interference)   */
+	const struct sim_op *comp;
+	sim_ps host0;                     /* the host's start: the rank's   */
+	sim_ps run_end[SIM_MAX_STREAMS];  /* a coalesced run's end           */
+	sim_ps stale_t[SIM_MAX_STREAMS];  /* a cut run's end in the heap,    */
+	uint16_t stale;                   /* bit s: stale_t[s] holds one     */
 } __attribute__((aligned(128)));  /* sim_new allocates the ranks so aligned */
 _Static_assert(_Alignof(struct sim_rank) == 128, "a rank starts on a pair of lines");
 _Static_assert(offsetof(struct sim_rank, slot) + SIM_HOT_SLOTS * sizeof(struct sim_rank_slot) <= 128,
@@ -242,6 +250,11 @@ struct sim {
 	double (*interf_comm)(void *ctx, uint32_t rank, const struct sim_op *beside,
 			      unsigned blocks);
 	double (*host)(void *ctx, const struct sim_op *op);  /* sim_set_host */
+	/* Ends of cut runs still in the heap beyond each stream's first
+	 * (sim_rank.stale_t), skipped when they fire (sim.c, runs_cut):
+	 * rs_pack'ed stream and time. */
+	struct stale_end { uint32_t rs; sim_ps t; } *stale;
+	uint32_t nstale, stalecap;
 	void *host_ctx;
 	struct host_wake *host_free;  /* spare wakes                    */
 	void *interf_ctx;            /* sim_set_interference                */

@@ -133,6 +133,7 @@ void sim_free(struct sim *sim)
 			coll_share_event_free(sim, e.ev);
 		}
 	}
+	free(sim->stale);
 	while (sim->host_free) {
 		struct host_wake *w = sim->host_free;
 		sim->host_free = w->next_free;
@@ -304,6 +305,23 @@ static void stream_schedule(struct sim *sim, sim_ps t, uint32_t rank, unsigned s
 	b->s[b->n++] = rs_pack(rank, stream);
 }
 
+/* Whether a stream's end due now is a cut run's stale one (and forget it). */
+static int stale_take(struct sim *sim, uint32_t rs)
+{
+	struct sim_rank *r = &sim->ranks[rs_rank(rs)];
+	unsigned s = rs_stream(rs);
+	if ((r->stale >> s & 1u) && r->stale_t[s] == sim->now) {
+		r->stale &= (uint16_t)~(1u << s);
+		return 1;
+	}
+	for (uint32_t i = 0; i < sim->nstale; i++)
+		if (sim->stale[i].rs == rs && sim->stale[i].t == sim->now) {
+			sim->stale[i] = sim->stale[--sim->nstale];
+			return 1;
+		}
+	return 0;
+}
+
 static void bundle_fire(struct sim *sim, struct sim_event *ev)
 {
 	struct sim_bundle *b = container_of(ev, struct sim_bundle, ev);
@@ -317,6 +335,8 @@ static void bundle_fire(struct sim *sim, struct sim_event *ev)
 		}
 		if (i)
 			sim->events++;  /* one event per stream, as unbundled */
+		if (__builtin_expect(sim->interf != NULL, 0) && stale_take(sim, b->s[i]))
+			continue;  /* the end of a run since cut (run_cut) */
 		sim_stream_finish(sim, rs_rank(b->s[i]), rs_stream(b->s[i]));
 	}
 	b->next_free = sim->bundle_free;
@@ -967,8 +987,53 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
  * (stream_moving), so a pipeline stage waiting for its input is idle, not
  * communicating.
  */
-static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream, int busy,
-			    int moving)
+static void compute_schedule(struct sim *sim, uint32_t rank, unsigned stream,
+			     const struct sim_op_hot *h, sim_ps end);
+
+/*
+ * Communication begins on a rank whose compute streams run coalesced runs
+ * (interference set; no communication when they began): each run is cut
+ * after the op in progress, whose time stands, so that the ops after it
+ * start one by one, each with its own factor, as they would have without
+ * the run. The run's end already in the heap goes stale (stale_take).
+ */
+static __attribute__((noinline, cold)) void runs_cut(struct sim *sim, struct sim_rank *r)
+{
+	uint32_t rank = (uint32_t)(r - sim->ranks);
+	const struct sim_program *prog = r->prog;
+	for (uint16_t c = r->coalesced; c; c &= (uint16_t)(c - 1)) {
+		unsigned s = (unsigned)__builtin_ctz(c);
+		const struct sim_op_hot *h = &prog->hot[s][r->next[s]];
+		uint32_t n = r->run[s], i = 0;
+		sim_ps e = r->start[s];
+		for (;; i++) {
+			e = sim_ps_add(e, prog->ops[h[i].op].dur_ps);
+			if (e >= sim->now || i + 1 == n)
+				break;
+		}
+		r->comp = &prog->ops[h[i].op];
+		r->comp_stream = (uint8_t)s;
+		if (i + 1 == n)
+			continue;  /* the last op is in progress: the end stands */
+		r->run[s] = (uint16_t)(i + 1);
+		if (!(r->stale >> s & 1u)) {
+			r->stale |= (uint16_t)(1u << s);
+			r->stale_t[s] = r->run_end[s];
+		} else {
+			sim->stale = xgrow_zeroed(sim->stale, &sim->stalecap, sim->nstale,
+						  sizeof(*sim->stale), 8);
+			sim->stale[sim->nstale++] =
+				(struct stale_end){ rs_pack(rank, s), r->run_end[s] };
+		}
+		compute_schedule(sim, rank, s, h, e);
+	}
+	r->coalesced = 0;
+}
+
+static inline __attribute__((always_inline)) void stream_set_busy(struct sim *sim,
+								   struct sim_rank *r,
+								   unsigned stream, int busy,
+								   int moving)
 {
 	rank_account(sim, r);
 	if (busy)
@@ -977,8 +1042,11 @@ static void stream_set_busy(struct sim *sim, struct sim_rank *r, unsigned stream
 		r->busy &= (uint16_t)~(1u << stream);
 	if (stream == SIM_STREAM_COMPUTE)
 		return;
-	if (busy && moving)
+	if (busy && moving) {
 		r->counted |= (uint16_t)(1u << stream);
+		if (__builtin_expect(sim->interf != NULL, 0) && r->coalesced)
+			runs_cut(sim, r);
+	}
 	if (!busy)
 		r->counted &= (uint16_t)~(1u << stream);
 }
@@ -1063,8 +1131,8 @@ static void host_fire(struct sim *sim, struct sim_event *ev)
 
 /* Whether the host has issued the head op h of a stream by now; if not, the
  * stream is woken when it has. */
-static int host_issued(struct sim *sim, uint32_t rank, unsigned stream,
-		       const struct sim_op_hot *h)
+static __attribute__((noinline)) int host_issued(struct sim *sim, uint32_t rank, unsigned stream,
+						  const struct sim_op_hot *h)
 {
 	struct sim_rank *r = &sim->ranks[rank];
 	sim_ps at = sim_ps_add(r->host0, r->prog->issue_ps[h->op]);
@@ -1106,13 +1174,14 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 	if (__builtin_expect(sim->host != NULL, 0) && !host_issued(sim, rank, stream, h))
 		return;
 	stream_set_busy(sim, r, stream, 1, h->kind != SIM_OP_SEND && h->kind != SIM_OP_RECV);
-	if (sim->rec)
+	if (sim->rec || sim->interf)
 		r->start[stream] = sim->now;
 	r->run[stream] = 1;
 	switch (h->kind) {
 	case SIM_OP_COMPUTE:
-		if (__builtin_expect(sim->scale != NULL || sim->interf != NULL || sim->host != NULL,
-				     0)) {
+		if (__builtin_expect(sim->scale != NULL || sim->host != NULL ||
+					     (sim->interf != NULL &&
+					      (sim->speed || !h->run_n || r->counted)), 0)) {
 			/* One op at a time, each with its own draw, interference
 			 * and issue. */
 			const struct sim_op *op = &prog->ops[h->op];
@@ -1136,6 +1205,13 @@ static void stream_start(struct sim *sim, uint32_t rank, unsigned stream,
 			break;
 		}
 		r->run[stream] = (uint16_t)h->run_n;
+		if (__builtin_expect(sim->interf != NULL, 0)) {
+			/* A run begun without communication: cut if some begins
+			 * before it ends (runs_cut). */
+			r->coalesced |= (uint16_t)(1u << stream);
+			r->run_end[stream] = sim_ps_add(sim->now, h->run_ps);
+			r->comp = NULL;
+		}
 		compute_schedule(sim, rank, stream, h,
 				 sim_ps_add(sim->now, at_speed(sim, rank, h->run_ps)));
 		break;
@@ -1217,8 +1293,11 @@ void sim_stream_finish(struct sim *sim, uint32_t rank, unsigned stream)
 	if (sim->rec)
 		run_record(sim, rank, stream);
 	stream_set_busy(sim, r, stream, 0, 0);
-	if (r->comp && r->comp_stream == stream)
-		r->comp = NULL;
+	if (__builtin_expect(sim->interf != NULL, 0)) {
+		if (r->comp && r->comp_stream == stream)
+			r->comp = NULL;
+		r->coalesced &= (uint16_t)~(1u << stream);
+	}
 	if (h->effects) {
 		const struct sim_op *op = &r->prog->ops[h->op];
 		if (op->mem_bytes != 0)
@@ -1290,6 +1369,7 @@ void sim_rank_start(struct sim *sim, uint32_t rank, const struct sim_program *pr
 	r->counted = 0;
 	r->busy = 0;
 	r->host_wait = 0;
+	r->coalesced = 0;
 	r->host0 = sim->now;
 	memset(r->next, 0, sizeof(r->next));
 	memset(r->run, 0, sizeof(r->run));

@@ -421,7 +421,11 @@ void sim_set_rank_speed(struct sim *sim, const double *speed);
  * takes factor(ctx, rank, op, blocks) (>= 1) times its time (after any
  * scale and speed); the time added counts in the rank's interference_ps.
  * The factor is taken at the op's start and holds to its end. With it set,
- * compute ops run one event each.
+ * a run of compute ops is one event only if it begins while the rank has no
+ * communication in progress; where some begins during the run, the run is
+ * cut after the op in progress and the rest start one by one (an op that
+ * ends at the very time communication begins is the one in progress: the
+ * next one counts the communication). Other compute ops run one event each.
  *
  * Communication slowed by compute: comm(ctx, rank, beside, blocks) (>= 1)
  * is the factor of a communication kernel's time on a rank whose compute op

@@ -1118,6 +1118,52 @@ START_TEST(test_interference)
 END_TEST
 
 /*
+ * A run of kernels begun without communication is cut where communication
+ * begins, so that each op still takes the factor of its own start: rank 0
+ * runs a, b, c (10 us each, one run) while its receive waits for rank 1's
+ * send, posted after rank 1's 15 us op. The message moves from 15 us (1 MB,
+ * 20 us on the wire, 10 us latency), so b (in progress then) keeps 10-20
+ * and c, starting beside one block, takes 1.1 x: 20 to 31 us, 1 us added.
+ * Both fidelities; the same with jitter-free runs disabled by a scale of 1.
+ */
+static double scale_one(void *ctx, uint32_t rank, const struct sim_op *op)
+{
+	(void)ctx, (void)rank, (void)op;
+	return 1;
+}
+
+START_TEST(test_interference_run_cut)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(fidelities); f++)
+		for (int per_op = 0; per_op < 2; per_op++) {
+			struct tsim ts;
+			tsim_init_f(&ts, TT_PAIRS, 2, 10e-6, 50e9, 0, fidelities[f]);
+			struct sim_program *p0 = sim_program_new(), *p1 = sim_program_new();
+			sim_program_compute(p0, 0, "a", 10 * US, 0, 0);
+			sim_program_compute(p0, 0, "b", 10 * US, 0, 0);
+			sim_program_compute(p0, 0, "c", 10 * US, 0, 0);
+			sim_program_recv(p0, 1, "recv", 0, 1, 1e6);
+			uint32_t w = sim_program_compute(p1, 0, "w", 15 * US, 0, 0);
+			sim_program_send(p1, 1, "send", 0, 0, 1e6);
+			sim_program_dep(p1, w);
+			sim_set_interference(ts.sim, interf_tenth, NULL, NULL);
+			if (per_op)
+				sim_set_compute_scale(ts.sim, scale_one, NULL);
+			tsim_start(&ts, 0, p0);
+			tsim_start(&ts, 1, p1);
+			tsim_run_ok(&ts);
+			ASSERT_RECORD(ts.rec, 0, "a", 0, 10 * US);
+			ASSERT_RECORD(ts.rec, 0, "b", 10 * US, 20 * US);
+			ASSERT_RECORD(ts.rec, 0, "c", 20 * US, 31 * US);
+			ck_assert_int_eq(sim_rank_stats(ts.sim, 0)->interference_ps, 1 * US);
+			sim_program_free(p0);
+			sim_program_free(p1);
+			tsim_clear(&ts);
+		}
+}
+END_TEST
+
+/*
  * Communication slowed by compute: a compute op of 1 ms runs on rank 0 as
  * the two ranks start an all-reduce of n = 10 MB on one channel (n / W =
  * 200 us, two steps of n/2 and a = 10 us each: 220 us alone). In one node
@@ -1833,6 +1879,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_compute_scale);
 	tcase_add_test(tc, test_interference);
 	tcase_add_test(tc, test_interference_comm);
+	tcase_add_test(tc, test_interference_run_cut);
 	tcase_add_test(tc, test_host);
 	tcase_add_test(tc, test_auto_nccl);
 	tcase_add_test(tc, test_analytic_sharing);
