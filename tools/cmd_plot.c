@@ -23,6 +23,8 @@
 #include "sim/store.h"
 #include "sim/store_read.h"
 #include "sim/util.h"
+#include "parallel/compute.h"
+#include "scenarios/scenario.h"
 #include "tools/plot.h"
 
 #define MAX_KEYS 16
@@ -43,6 +45,9 @@ static const struct cli_opt plot_opts[] = {
 	  "(`clustersim run --db`): one line per run" },
 	{ "run", 0, CLI_LIST, "ID", "every run with 2 steps or more",
 	  "with --steps, a run to draw (repeatable)" },
+	{ "interference", 0, CLI_STR, "TABLE", NULL,
+	  "draw instead the interference curves of a calibration table (h200: "
+	  "docs/calibration.md), as the compute model reads them; no DB" },
 	{ 0 },
 };
 
@@ -740,6 +745,92 @@ static int plot_steps(struct plotctx *c)
 	return rc;
 }
 
+/* ---- interference curves (--interference) --------------------------------------------- */
+
+/*
+ * The factors of time of a calibration table's interference.csv as the
+ * compute model reads them (par_compute_interference, par_comm_interference),
+ * at every k from 0 to 40 blocks: the measured kernels beside k blocks, and
+ * the communication kernel beside each of them.
+ */
+static int plot_interference(struct cli_args *a)
+{
+	const char *table = cli_str(a, "interference", "");
+	if (a->npos || cli_has(a, "x") || cli_has(a, "y") || cli_has(a, "series") ||
+	    cli_has(a, "steps") || cli_has(a, "where") || cli_has(a, "sweep") || cli_has(a, "run"))
+		return cli_error(a, CLI_BADINPUT, "option --interference draws a calibration table's "
+				 "curves: it takes no DB and no other option than --svg");
+	if (!cli_has(a, "svg"))
+		return cli_error(a, CLI_BADINPUT, "option --svg is required (clustersim plot "
+				 "--interference TABLE --svg FILE)");
+	struct par_compute cfg = { .efficiency = 0, .launch_s = 0 };
+	if (!*table || strlen(table) >= sizeof(cfg.table))
+		return cli_error(a, CLI_BADINPUT, "option --interference: expected a calibration "
+				 "table's name (h200), got '%s'", table);
+	snprintf(cfg.table, sizeof(cfg.table), "%s", table);
+	char err[512];
+	/* The factors are ratios: any GPU reads the same curves. */
+	const struct topo_gpu *gpu = topo_gpu_find("H200-SXM-141GB");
+	struct par_compute_model *cm = par_compute_model_new(&cfg, gpu, PAR_BF16, scn_datadir(),
+							     err, sizeof(err));
+	if (!cm)
+		return cli_error(a, CLI_BADINPUT, "option --interference: %s", err);
+	if (!par_compute_has_interference(cm)) {
+		par_compute_model_free(cm);
+		return cli_error(a, CLI_BADINPUT, "option --interference: calibration table '%s' has "
+				 "no interference.csv", table);
+	}
+	enum { K = 41 };
+	static const struct {
+		const char *label;
+		int comm;                 /* the communication kernel beside it */
+		struct par_op op;
+	} kinds[] = {
+		{ "8192\u00b3 matmul", 0, { .cls = PAR_OP_GEMM, .flops = 2.0 * 8192 * 8192 * 8192 } },
+		{ "4096\u00b3 matmul", 0, { .cls = PAR_OP_GEMM, .flops = 2.0 * 4096 * 4096 * 4096 } },
+		{ "attention", 0, { .cls = PAR_OP_ATTENTION, .flops = 1e12 } },
+		{ "add (memory-bound)", 0, { .cls = PAR_OP_MEMBOUND, .bytes = 1e9 } },
+		{ "comm. beside the 8192\u00b3 matmul", 1,
+		  { .cls = PAR_OP_GEMM, .flops = 2.0 * 8192 * 8192 * 8192 } },
+		{ "comm. beside attention", 1, { .cls = PAR_OP_ATTENTION, .flops = 1e12 } },
+		{ "comm. beside the add", 1, { .cls = PAR_OP_MEMBOUND, .bytes = 1e9 } },
+	};
+	struct plot_point pts[ARRAY_SIZE(kinds)][K];
+	struct plot_line lines[ARRAY_SIZE(kinds)];
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		for (int k = 0; k < K; k++) {
+			double f = kinds[i].comm ? par_comm_interference(cm, &kinds[i].op, k)
+						 : par_compute_interference(cm, &kinds[i].op, k);
+			pts[i][k] = (struct plot_point){ .x = k, .y = f, .ok = 1 };
+		}
+		lines[i] = (struct plot_line){ .label = kinds[i].label, .pts = pts[i], .n = K };
+	}
+	par_compute_model_free(cm);
+	char *note = xasprintf("calibration table %s (interference.csv): Steffen interpolation "
+			       "through (0, 1) and the measured blocks, the last point held above",
+			       table);
+	char *command = xasprintf("clustersim plot --interference %s --svg FILE", table);
+	struct plot p = {
+		.title = "Interference: factor of a kernel's time beside the other",
+		.command = command, .note = note, .xkind = PLOT_X_NUMBER,
+		.xtitle = "CUDA blocks the communication holds (NCCL's channels)",
+		.ytitle = "factor of time (1 = alone)", .legend_title = "kernel",
+		.lines = lines, .nlines = ARRAY_SIZE(kinds),
+	};
+	struct sim_out o;
+	const char *svg = cli_str(a, "svg", "-");
+	int rc = cli_out_open(a, "option --svg", svg, &o);
+	if (rc == CLI_OK) {
+		rc = plot_write(&p, o.f) == 0 ? CLI_OK
+					       : cli_error(a, CLI_FAIL, "option --svg: error writing "
+							   "'%s': %s", svg, strerror(errno));
+		rc = cli_out_commit(a, "option --svg", &o, rc);
+	}
+	free(note);
+	free(command);
+	return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 /* The options that need no database: positional, required, the metric. */
@@ -799,6 +890,8 @@ static void plotctx_free(struct plotctx *c)
 /* Check the options, read the sweep, choose its points, draw them. */
 static int plot_run(struct cli_args *a)
 {
+	if (cli_has(a, "interference"))
+		return plot_interference(a);
 	struct plotctx c = { .a = a, .path = a->pos[0] };
 	int rc = check_opts(&c);
 	if (rc == CLI_OK)
@@ -823,8 +916,9 @@ static int plot_run(struct cli_args *a)
 const struct cli_cmd cli_cmd_plot = {
 	.name = "plot",
 	.usage = "DB --x KEY --y METRIC [--series KEY] [--where KEY=VALUE]... [--sweep ID] "
-		 "--svg FILE | DB --steps [--run ID]... --svg FILE",
-	.summary = "Draw a stored sweep as a line chart, or runs' step times, in SVG.",
+		 "--svg FILE | DB --steps [--run ID]... --svg FILE | --interference TABLE --svg FILE",
+	.summary = "Draw a stored sweep as a line chart, runs' step times, or a calibration "
+		   "table's interference curves, in SVG.",
 	.description =
 		"Reads a sweep stored with `clustersim sweep --db` (the newest unless --sweep)\n"
 		"and draws METRIC against the varied key KEY (docs/img/sweep-mfu.svg). Values\n"
@@ -840,7 +934,11 @@ const struct cli_cmd cli_cmd_plot = {
 		"With --steps it draws instead the distribution of the step times of runs\n"
 		"stored with `clustersim run --steps N --db` (every such run, or --run's):\n"
 		"one line per run, the share of its steps at or below each time, labelled\n"
-		"with the run's variability (docs/variability.md).",
+		"with the run's variability (docs/variability.md).\n"
+		"With --interference TABLE (no DB) it draws the calibration table's\n"
+		"interference curves as the compute model reads them, the factor of each\n"
+		"measured kernel's time beside k blocks of communication and of the\n"
+		"communication kernel's beside it, k = 0 to 40 (docs/img/interference.svg).",
 	.opts = plot_opts,
 	.run = plot_run,
 };

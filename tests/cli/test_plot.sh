@@ -143,4 +143,14 @@ expect_bad "other SQLite file" "not a clustersim database" "$T/other.db" --x par
 "$CS" run "$SRC/scenarios/ddp-lesson.yaml" --db "$T/r.db" >/dev/null 2>&1
 expect_bad "database without sweeps" "holds no sweep" "$T/r.db" --x parallel.zero --y mfu --svg -
 
+# The interference curves of a calibration table (no database): seven
+# lines (the values themselves are pinned by tests/unit/test_compute.c).
+plot_ok "interference curves" --interference h200 --svg "$T/interf.svg"
+svg_ok "interference chart" "$T/interf.svg"
+n=$(grep -c 'class="ln"' "$T/interf.svg")
+[ "$n" -ge 7 ] && ok "interference: $n lines" || bad "interference: $n lines, expected 7"
+expect_bad "interference: unknown table" "option --interference: cannot open" --interference nosuch \
+	--svg -
+expect_bad "interference with a DB" "it takes no DB" "$T/s.db" --interference h200 --svg -
+expect_bad "interference without --svg" "option --svg is required" --interference h200
 finish
