@@ -317,24 +317,30 @@ static const struct sim_op *op_at(const struct coll_inst *in)
 }
 
 
+/* The resolved collective of op on a group and its links memo; NULL when it
+ * has no closed form to scale (no choice, no time, no linkset). */
+static struct coll_links_memo *op_memo(struct sim *sim, uint32_t group, const struct sim_op *op,
+				       const struct coll_choice **choice)
+{
+	char err[256];
+	const struct coll_choice *c = coll_choose(sim, group, op, err, sizeof(err));
+	if (!c || !(c->time_s > 0))
+		return NULL;
+	struct coll_links_memo *m = coll_memo_get(sim, group, c->algo, op->coll, op->bytes,
+						  op->channels);
+	*choice = c;
+	return m && m->ls.n ? m : NULL;
+}
+
 /*
- * The rate of in's op now with the bandwidths of its routes inside nodes
- * scaled by f_intra and between them by f_inter (the latencies stay): the
- * closed form alone over the closed form on the linkset so scaled, at most
- * 1. O(linkset).
+ * The closed form alone over the closed form on m's linkset with the
+ * bandwidths of its routes inside nodes scaled by f_intra and between them
+ * by f_inter (the latencies stay), at most 1. O(linkset).
  */
-double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct sim_op *op,
-		       double f_intra, double f_inter)
+static double scaled_rate(struct sim *sim, const struct coll_choice *c,
+			  const struct coll_links_memo *m, double f_intra, double f_inter)
 {
 	if (f_intra == 1 && f_inter == 1)
-		return 1.0;
-	char err[256];
-	const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
-	if (!c || !(c->time_s > 0))
-		return 1.0;
-	struct coll_links_memo *m = coll_memo_get(sim, in->group, c->algo, op->coll, op->bytes,
-						  op->channels);
-	if (!m || !m->ls.n)
 		return 1.0;
 	sim->share_per = xgrow_zeroed(sim->share_per, &sim->share_percap, m->ls.n,
 				      sizeof(*sim->share_per), 8);
@@ -350,6 +356,16 @@ double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct
 	return t > c->time_s ? c->time_s / t : 1.0;
 }
 
+double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct sim_op *op,
+		       double f_intra, double f_inter)
+{
+	if (f_intra == 1 && f_inter == 1)
+		return 1.0;
+	const struct coll_choice *c;
+	const struct coll_links_memo *m = op_memo(sim, in->group, op, &c);
+	return m ? scaled_rate(sim, c, m, f_intra, f_inter) : 1.0;
+}
+
 /*
  * in's rate now. Each link of its footprint that others share and that
  * holds its messages below the rate of their step alone (link_share) slows
@@ -362,13 +378,9 @@ double coll_class_rate(struct sim *sim, const struct coll_inst *in, const struct
 static double share_rate(struct sim *sim, const struct coll_inst *in)
 {
 	const struct sim_op *op = op_at(in);
-	char err[256];
-	const struct coll_choice *c = coll_choose(sim, in->group, op, err, sizeof(err));
-	if (!c || !(c->time_s > 0))
-		return 1.0;
-	struct coll_links_memo *m = coll_memo_get(sim, in->group, c->algo, op->coll, op->bytes,
-						  op->channels);
-	if (!m || !m->ls.n)
+	const struct coll_choice *c;
+	struct coll_links_memo *m = op_memo(sim, in->group, op, &c);
+	if (!m)
 		return 1.0;
 	coll_memo_footprint(sim, in->group, m);
 	double f[2] = { in->intra, 1 };  /* inside nodes, between them */
@@ -386,7 +398,7 @@ static double share_rate(struct sim *sim, const struct coll_inst *in)
 			if ((m->fp_class[i] >> k & 1) && share / rate < f[k])
 				f[k] = share / rate;
 	}
-	return coll_class_rate(sim, in, op, f[0], f[1]);
+	return scaled_rate(sim, c, m, f[0], f[1]);
 }
 
 /* ---- completion -------------------------------------------------------------- */
@@ -416,7 +428,7 @@ static void share_schedule(struct sim *sim, struct coll_inst *in, sim_ps t)
 
 /* Bring in's progress to now and set its rate and end from the sharing now
  * (registered), and its factor beside compute. */
-static void share_rerate(struct sim *sim, struct coll_inst *in)
+void coll_share_rerate(struct sim *sim, struct coll_inst *in)
 {
 	in->tau += (double)(sim->now - in->t_upd) * in->rate;
 	if (in->tau > in->total)
@@ -434,16 +446,11 @@ static void share_rerate(struct sim *sim, struct coll_inst *in)
 							   : sim_ps_add(sim->now, (sim_ps)left));
 }
 
-void coll_share_rerate(struct sim *sim, struct coll_inst *in)
-{
-	share_rerate(sim, in);
-}
-
 /* Re-rate the instances affected, in the order they were met. */
 static void rerate_affected(struct sim *sim)
 {
 	for (uint32_t i = 0; i < sim->share_naff; i++)
-		share_rerate(sim, sim->share_aff[i]);
+		coll_share_rerate(sim, sim->share_aff[i]);
 	sim->share_naff = 0;
 }
 

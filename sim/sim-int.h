@@ -255,6 +255,7 @@ struct sim {
 	 * rs_pack'ed stream and time. */
 	struct stale_end { uint32_t rs; sim_ps t; } *stale;
 	uint32_t nstale, stalecap;
+	uint32_t stale_pending;      /* stale ends in the heap, all ranks   */
 	void *host_ctx;
 	struct host_wake *host_free;  /* spare wakes                    */
 	void *interf_ctx;            /* sim_set_interference                */

@@ -312,11 +312,13 @@ static int stale_take(struct sim *sim, uint32_t rs)
 	unsigned s = rs_stream(rs);
 	if ((r->stale >> s & 1u) && r->stale_t[s] == sim->now) {
 		r->stale &= (uint16_t)~(1u << s);
+		sim->stale_pending--;
 		return 1;
 	}
 	for (uint32_t i = 0; i < sim->nstale; i++)
 		if (sim->stale[i].rs == rs && sim->stale[i].t == sim->now) {
 			sim->stale[i] = sim->stale[--sim->nstale];
+			sim->stale_pending--;
 			return 1;
 		}
 	return 0;
@@ -335,7 +337,7 @@ static void bundle_fire(struct sim *sim, struct sim_event *ev)
 		}
 		if (i)
 			sim->events++;  /* one event per stream, as unbundled */
-		if (__builtin_expect(sim->interf != NULL, 0) && stale_take(sim, b->s[i]))
+		if (__builtin_expect(sim->stale_pending != 0, 0) && stale_take(sim, b->s[i]))
 			continue;  /* the end of a run since cut (run_cut) */
 		sim_stream_finish(sim, rs_rank(b->s[i]), rs_stream(b->s[i]));
 	}
@@ -1016,6 +1018,7 @@ static __attribute__((noinline, cold)) void runs_cut(struct sim *sim, struct sim
 		if (i + 1 == n)
 			continue;  /* the last op is in progress: the end stands */
 		r->run[s] = (uint16_t)(i + 1);
+		sim->stale_pending++;
 		if (!(r->stale >> s & 1u)) {
 			r->stale |= (uint16_t)(1u << s);
 			r->stale_t[s] = r->run_end[s];
