@@ -19,8 +19,10 @@
  */
 #include "parallel/plan.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "collectives/coll.h"
@@ -51,6 +53,8 @@ struct par_planner {
 	double capacity;
 	struct shape *cache;
 	size_t ncache, capcache;
+	struct par_plan_rule *rules;
+	size_t nrules;
 };
 
 struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
@@ -69,6 +73,145 @@ void par_planner_free(struct par_planner *p)
 		return;
 	free(p->cache);
 	free(p);
+}
+
+void par_planner_rules(struct par_planner *p, struct par_plan_rule *r, size_t n)
+{
+	p->rules = r, p->nrules = n;
+}
+
+/* ---- rules: --fix and --exclude ------------------------------------------- */
+
+static const char *const key_names[PAR_PK_N] = {
+	[PAR_PK_TP] = "tp", [PAR_PK_SP] = "sp", [PAR_PK_PP] = "pp", [PAR_PK_VPP] = "vpp",
+	[PAR_PK_CP] = "cp", [PAR_PK_EP] = "ep", [PAR_PK_DP] = "dp",
+	[PAR_PK_MB] = "micro_batch", [PAR_PK_ZERO] = "zero", [PAR_PK_RECOMPUTE] = "recompute",
+};
+static const char *const rc_names[] = { "none", "selective", "full" };
+
+const char *par_plan_key_name(enum par_plan_key k)
+{
+	return (unsigned)k < PAR_PK_N ? key_names[k] : "?";
+}
+
+uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k)
+{
+	const struct par_layout *l = &c->layout;
+	switch (k) {
+	case PAR_PK_TP: return l->tp;
+	case PAR_PK_SP: return l->sp;
+	case PAR_PK_PP: return l->pp;
+	case PAR_PK_VPP: return l->vpp;
+	case PAR_PK_CP: return l->cp;
+	case PAR_PK_EP: return l->ep;
+	case PAR_PK_DP: return l->dp;
+	case PAR_PK_MB: return c->micro_batch;
+	case PAR_PK_ZERO: return l->zero;
+	case PAR_PK_RECOMPUTE: return (uint32_t)c->recompute;
+	case PAR_PK_N: break;
+	}
+	BUG("unknown plan key %d", (int)k);
+}
+
+int par_plan_key_of_scenario(const char *key)
+{
+	static const struct { const char *name; enum par_plan_key k; } keys[] = {
+		{ "parallel.tp", PAR_PK_TP }, { "parallel.sp", PAR_PK_SP },
+		{ "parallel.pp", PAR_PK_PP }, { "parallel.vpp", PAR_PK_VPP },
+		{ "parallel.cp", PAR_PK_CP }, { "parallel.ep", PAR_PK_EP },
+		{ "parallel.dp", PAR_PK_DP }, { "training.micro_batch", PAR_PK_MB },
+		{ "parallel.zero", PAR_PK_ZERO }, { "parallel.strategy", PAR_PK_ZERO },
+		{ "parallel.fsdp.enabled", PAR_PK_ZERO }, { "training.recompute", PAR_PK_RECOMPUTE },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(key, keys[i].name))
+			return (int)keys[i].k;
+	return -1;
+}
+
+int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r, char *err,
+			size_t errlen)
+{
+	const char *eq = strchr(text, '=');
+	const char *opt = exclude ? "--exclude" : "--fix";
+	if (!eq || eq == text || !eq[1])
+		return sim_errf(err, errlen, "option %s: expected KEY=VALUE (e.g. tp=8, zero=3, "
+				"recompute=full), got '%s'", opt, text);
+	char key[64];
+	size_t kl = (size_t)(eq - text);
+	if (kl >= sizeof(key))
+		kl = sizeof(key) - 1;
+	memcpy(key, text, kl), key[kl] = 0;
+	int k = -1;
+	for (int i = 0; i < PAR_PK_N; i++)
+		if (!strcmp(key, key_names[i]))
+			k = i;
+	if (k < 0 && !strcmp(key, "mb"))
+		k = PAR_PK_MB;
+	if (k < 0 && strcmp(key, "parallel.strategy") && strcmp(key, "parallel.fsdp.enabled"))
+		k = par_plan_key_of_scenario(key);
+	if (k < 0)
+		return sim_errf(err, errlen, "option %s: unknown key '%s': expected tp, sp, pp, vpp, "
+				"cp, ep, dp, zero, micro_batch (mb) or recompute", opt, key);
+	const char *v = eq + 1;
+	*r = (struct par_plan_rule){ .key = (enum par_plan_key)k, .exclude = exclude };
+	if (k == PAR_PK_SP) {
+		if (!strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+			r->value = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+			r->value = 0;
+		else
+			return sim_errf(err, errlen, "option %s: %s: expected true or false, got '%s'",
+					opt, key, v);
+		return 0;
+	}
+	if (k == PAR_PK_RECOMPUTE) {
+		for (uint32_t i = 0; i < ARRAY_SIZE(rc_names); i++)
+			if (!strcmp(v, rc_names[i])) {
+				r->value = i;
+				return 0;
+			}
+		return sim_errf(err, errlen, "option %s: %s: expected none, selective or full, got "
+				"'%s'", opt, key, v);
+	}
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end || errno || v[0] == '-' || n > UINT32_MAX || (n == 0 && k != PAR_PK_ZERO))
+		return sim_errf(err, errlen, "option %s: %s: expected a whole number%s, got '%s'", opt,
+				key, k == PAR_PK_ZERO ? " from 0 to 3" : " from 1", v);
+	if (k == PAR_PK_ZERO && n > 3)
+		return sim_errf(err, errlen, "option %s: zero: expected 0 (DDP), 1, 2 or 3, got '%s'",
+				opt, v);
+	r->value = (uint32_t)n;
+	return 0;
+}
+
+void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len)
+{
+	if (r->key == PAR_PK_SP)
+		snprintf(buf, len, "sp=%s", r->value ? "true" : "false");
+	else if (r->key == PAR_PK_RECOMPUTE)
+		snprintf(buf, len, "recompute=%s", r->value < 3 ? rc_names[r->value] : "?");
+	else
+		snprintf(buf, len, "%s=%u", par_plan_key_name(r->key), r->value);
+}
+
+bool par_plan_rules_pass(const struct par_plan_rule *r, size_t n, const struct par_candidate *c)
+{
+	unsigned fixed = 0, held = 0;   /* keys with fixes; those c has one of */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = par_plan_key_value(c, r[i].key);
+		if (r[i].exclude) {
+			if (v == r[i].value)
+				return false;
+			continue;
+		}
+		fixed |= 1u << r[i].key;
+		if (v == r[i].value)
+			held |= 1u << r[i].key;
+	}
+	return fixed == held;
 }
 
 /* Sum of kernel times of a list; attention scaled (ring over cp ranks). */
@@ -346,6 +489,13 @@ static void gather_one(void *ctx, struct par_candidate *k)
 {
 	struct gather *g = ctx;
 	(*g->total)++;
+	struct par_planner *p = g->p;
+	for (size_t i = 0; i < p->nrules; i++)
+		p->rules[i].matched += par_plan_key_value(k, p->rules[i].key) == p->rules[i].value;
+	if (p->nrules && !par_plan_rules_pass(p->rules, p->nrules, k)) {
+		g->dropped[PAR_DROP_RULES]++;
+		return;
+	}
 	int why = par_plan_estimate(g->p, k);
 	if (why) {
 		g->dropped[why - 1]++;

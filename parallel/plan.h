@@ -28,8 +28,47 @@ struct par_candidate {
 	double bubble_s, exposed_s;
 };
 
-/* Why layouts were dropped before estimating. */
-enum par_drop { PAR_DROP_INVALID, PAR_DROP_MEMORY, PAR_DROP_NCAUSES };
+/* Why layouts were dropped before estimating: held out by the rules
+ * (--fix, --exclude), not valid, or out of memory. */
+enum par_drop { PAR_DROP_INVALID, PAR_DROP_MEMORY, PAR_DROP_RULES, PAR_DROP_NCAUSES };
+
+/* The keys a plan varies, which rules hold or exclude. */
+enum par_plan_key {
+	PAR_PK_TP, PAR_PK_SP, PAR_PK_PP, PAR_PK_VPP, PAR_PK_CP, PAR_PK_EP, PAR_PK_DP,
+	PAR_PK_MB, PAR_PK_ZERO, PAR_PK_RECOMPUTE, PAR_PK_N
+};
+
+/*
+ * A rule: `--fix KEY=V` holds KEY at V (several fixes of one key: any of
+ * their values), `--exclude KEY=V` drops the layouts with KEY at V. A
+ * layout passes when, for every key with fixes, it has one of their values,
+ * and it has no excluded value. `matched` counts the layouts enumerated
+ * with KEY at V (before any rule), so that a value the planner never
+ * tries can be named.
+ */
+struct par_plan_rule {
+	enum par_plan_key key;
+	uint32_t value;
+	bool exclude;
+	uint64_t matched;
+};
+
+/*
+ * Parse "KEY=V" into r: KEY tp, sp, pp, vpp, cp, ep, dp, zero, micro_batch
+ * (or mb), recompute, or the scenario key of one (parallel.tp,
+ * training.micro_batch, ...); V a count, true/false for sp, none/selective/
+ * full for recompute. 0, or -1 with err.
+ */
+int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r, char *err,
+			size_t errlen);
+/* The key's name ("tp", "micro_batch") and a candidate's value of it. */
+const char *par_plan_key_name(enum par_plan_key k);
+uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k);
+/* "tp=8", "sp=true", "recompute=full" */
+void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len);
+/* Does the scenario key (parallel.tp, training.recompute, ...) name what a
+ * plan varies? The key of it, or -1. */
+int par_plan_key_of_scenario(const char *key);
 
 struct par_planner;
 
@@ -42,6 +81,12 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 				    const struct par_layout *base, const struct topo_config *cl,
 				    uint32_t gpus, const struct par_compute_model *cm);
 void par_planner_free(struct par_planner *p);
+
+/* The rules the plan keeps to (r[0..n) stays the caller's and must
+ * outlive the plan; their `matched` counts are updated by par_plan). */
+void par_planner_rules(struct par_planner *p, struct par_plan_rule *r, size_t n);
+/* Does c pass the rules? */
+bool par_plan_rules_pass(const struct par_plan_rule *r, size_t n, const struct par_candidate *c);
 
 /*
  * Enumerate every layout, estimate those that are valid and fit, and return

@@ -3,6 +3,7 @@
  */
 #include "scenarios/plan_sim.h"
 
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,16 @@ void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
 		 rc[c->recompute]);
 }
 
+const char *scn_plan_collapse_blocker(const struct scn *s)
+{
+	if (s->model.moe.experts)
+		return "a mixture of experts routes each replica's tokens differently";
+	const struct par_variability *v = &s->variability;
+	if (v->jitter || v->gpu || v->stragglers)
+		return "variability draws every GPU's own times";
+	return NULL;
+}
+
 /* How a simulation ended. A layout that does not fit after all is the
  * estimator's error, an answer; the others are failures (exit 1). */
 enum plan_end { PLAN_OK, PLAN_NOFIT, PLAN_REFUSED, PLAN_CRASHED };
@@ -50,6 +61,10 @@ static enum plan_end simulate(const struct scn *base, const struct par_compute_m
 	s.parallel = c->layout;
 	s.training.micro_batch = c->micro_batch;
 	s.training.recompute = c->recompute;
+	/* Analytic fidelity: one data-parallel replica stands for the others
+	 * where they behave alike, exact there (sim.symmetry dp). */
+	if (f == SIM_FIDELITY_ANALYTIC && !scn_plan_collapse_blocker(base))
+		s.sim.symmetry = 1;
 	if (scn_validate(&s, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
 		return PLAN_REFUSED;
@@ -112,7 +127,9 @@ struct plan_serve {
 	const struct scn *s;
 	const struct par_compute_model *cm;
 	struct outcome *out;
-	size_t n;
+	size_t n, done;
+	const struct scn_plan_hooks *hooks;
+	const char *fidelity;
 };
 
 static void serve_layout(void *ctx, const void *task, void *buf)
@@ -144,6 +161,9 @@ static void collect_outcome(void *ctx, const void *result)
 	const struct outcome *o = result;
 	BUG_ON(o->i >= ps->n);
 	ps->out[o->i] = *o;
+	ps->done++;
+	if (ps->hooks && ps->hooks->progress)
+		ps->hooks->progress(ps->hooks->ctx, ps->fidelity, ps->done, ps->n);
 }
 
 /* The pool job of a plan: layouts in, outcomes out. */
@@ -163,7 +183,7 @@ static struct pool_job plan_job(struct plan_serve *ps)
  */
 static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
 			const struct scn_plan_layout *v, size_t n, enum sim_fidelity f, long long jobs,
-			struct outcome *out)
+			const struct scn_plan_hooks *hooks, struct outcome *out)
 {
 	memset(out, 0, n * sizeof(*out));
 	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
@@ -173,11 +193,19 @@ static void simulate_all(const struct scn *s, const struct par_compute_model *cm
 		out[i].end = PLAN_CRASHED;
 		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
 	}
-	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n };
+	struct plan_serve ps = { .s = s, .cm = cm, .out = out, .n = n, .hooks = hooks,
+				 .fidelity = f == SIM_FIDELITY_FLOW ? "flow" : "analytic" };
 	const struct pool_job job = plan_job(&ps);
 	struct pool_stats st;
 	pool_run(&job, tasks, (uint32_t)n, (int)jobs, NULL, &st);
 	free(tasks);
+}
+
+static void say_failed(const struct scn_plan_hooks *h, const struct par_candidate *c,
+		       const char *fidelity, const char *why)
+{
+	if (h->failed)
+		h->failed(h->ctx, c, fidelity, why);
 }
 
 static int by_sim(const void *a, const void *b)
@@ -197,6 +225,14 @@ void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_o
 		for (size_t j = i + 1; j < n; j++, o->pairs++)
 			o->swaps += v[i].est_rank > v[j].est_rank;
 	}
+	/* Spearman's rho over the layouts that ran (ties take mean ranks). */
+	double *x = xcalloc(4 * (n ? n : 1), sizeof(*x)), *y = x + n, *work = y + n;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i].sim_s))
+			x[k] = v[i].c.step_s, y[k++] = v[i].sim_s;
+	o->rho = k >= 3 ? gsl_stats_spearman(x, 1, y, 1, k, work) : NAN;
+	free(x);
 }
 
 void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm)
@@ -208,9 +244,12 @@ void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm)
 
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
 			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
-			 struct scn_plan_layout *v, scn_plan_failed_fn *failed, void *ctx,
+			 struct scn_plan_layout *v, const struct scn_plan_hooks *hooks,
 			 struct scn_plan_fails *fails)
 {
+	static const struct scn_plan_hooks none;
+	if (!hooks)
+		hooks = &none;
 	struct outcome *o = xcalloc(m ? m : 1, sizeof(*o));
 	*fails = (struct scn_plan_fails){ 0 };
 	for (size_t i = 0; i < m; i++)
@@ -218,25 +257,25 @@ size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm
 						 .flow_s = NAN };
 	/* Failures: simulations refused or whose worker died (not those that
 	 * did not fit after all). */
-	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, o);
+	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, hooks, o);
 	for (size_t i = 0; i < m; i++) {
 		if ((v[i].sim_s = o[i].end == PLAN_OK ? o[i].r.step_time_s : NAN), o[i].end == PLAN_OK)
 			v[i].r = o[i].r;
 		else
 			fails->analytic++, fails->failures += o[i].end != PLAN_NOFIT,
-				v[i].why = xstrdup(o[i].why), failed(ctx, &v[i].c, "analytic", o[i].why);
+				v[i].why = xstrdup(o[i].why), say_failed(hooks, &v[i].c, "analytic", o[i].why);
 	}
 	qsort(v, m, sizeof(*v), by_sim);
 	size_t nflow = 0;
 	while (nflow < m && nflow < top && !isnan(v[nflow].sim_s))
 		nflow++;
-	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, o);
+	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, hooks, o);
 	for (size_t i = 0; i < nflow; i++) {
 		if (o[i].end == PLAN_OK)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;
 		else
 			fails->flow++, fails->failures += o[i].end != PLAN_NOFIT,
-				v[i].flow_why = xstrdup(o[i].why), failed(ctx, &v[i].c, "flow", o[i].why);
+				v[i].flow_why = xstrdup(o[i].why), say_failed(hooks, &v[i].c, "flow", o[i].why);
 	}
 	free(o);
 	/* The flow-simulated head is ranked by its flow step times (those whose

@@ -45,10 +45,16 @@ struct scn_plan_fails {
 	size_t analytic, flow, failures;
 };
 
-/* Called for each simulation that did not end in figures, in the order
- * of the ranking at the time: fidelity "analytic" or "flow". */
-typedef void scn_plan_failed_fn(void *ctx, const struct par_candidate *c, const char *fidelity,
-				const char *why);
+/* What the caller hears while the simulations run, any may be NULL:
+ * failed, for each simulation that did not end in figures, in the order of
+ * the ranking at the time (fidelity "analytic" or "flow"); progress, as
+ * each simulation of a fidelity ends (done of total). */
+struct scn_plan_hooks {
+	void (*failed)(void *ctx, const struct par_candidate *c, const char *fidelity,
+		       const char *why);
+	void (*progress)(void *ctx, const char *fidelity, size_t done, size_t total);
+	void *ctx;
+};
 
 /*
  * Simulate cands[0..m) (the estimate's order) in analytic fidelity on
@@ -59,7 +65,7 @@ typedef void scn_plan_failed_fn(void *ctx, const struct par_candidate *c, const 
  */
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
 			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
-			 struct scn_plan_layout *v, scn_plan_failed_fn *failed, void *ctx,
+			 struct scn_plan_layout *v, const struct scn_plan_hooks *hooks,
 			 struct scn_plan_fails *fails);
 void scn_plan_free(struct scn_plan_layout *v, size_t m);
 
@@ -73,8 +79,19 @@ void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm);
 struct scn_plan_order {
 	uint32_t first, worst;
 	size_t swaps, pairs;
+	double rho;               /* Spearman's rank correlation of the estimates
+				   * with the analytic step times, over the
+				   * layouts that ran (NAN under 3) */
 };
 void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_order *o);
+
+/*
+ * Analytic simulations are symmetry-collapsed (sim.symmetry dp: one
+ * data-parallel replica simulated for all), which is exact in analytic
+ * fidelity where the replicas behave alike; where they do not, why (and
+ * the plan simulates every rank): NULL when they do.
+ */
+const char *scn_plan_collapse_blocker(const struct scn *s);
 
 /* "tp8+sp pp4 vpp1 cp1 ep1 dp2 mb1 zero1 rc=none" */
 void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len);

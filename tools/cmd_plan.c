@@ -11,6 +11,7 @@
  */
 #include "tools/cli.h"
 
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,14 @@
 
 static const struct cli_opt plan_opts[] = {
 	{ "gpus", 'g', CLI_COUNT, "N", NULL, "GPUs to plan for (whole nodes of the cluster)" },
-	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL, "override a scenario key (model, training, cluster)" },
-	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to print, and to simulate in flow fidelity" },
+	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL,
+	  "override a scenario key (model, training, cluster) that the plan does not vary" },
+	{ "fix", 0, CLI_LIST, "KEY=V", NULL,
+	  "hold a varied key (tp, sp, pp, vpp, cp, ep, dp, zero, micro_batch, recompute) at V; "
+	  "repeat a key for any of several values" },
+	{ "exclude", 0, CLI_LIST, "KEY=V", NULL, "drop the layouts with KEY at V (e.g. zero=3, pp=1)" },
+	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to simulate in flow fidelity" },
+	{ "show", 0, CLI_COUNT, "N", "10", "rows of the ranking to print" },
 	{ "analytic", 0, CLI_COUNT, "N", "16384 / GPUs, 16 to 256",
 	  "best estimates to simulate in analytic fidelity" },
 	{ "objective", 0, CLI_STR, "GOAL", "step_time", "step_time, mfu or tokens_per_s" },
@@ -84,11 +91,11 @@ static void why(const struct scn_plan_layout *a, const struct scn_plan_layout *b
 	       x->peak_bytes / 1e9, y->peak_bytes / 1e9);
 }
 
-static void print_table(const struct scn_plan_layout *v, size_t n, size_t top)
+static void print_table(const struct scn_plan_layout *v, size_t n, size_t show)
 {
 	printf("%-4s %-52s %10s %10s %10s %7s %9s %9s %9s\n", "#", "layout", "est(s)", "sim(s)",
 	       "flow(s)", "MFU", "peak(GB)", "bubble", "exposed");
-	for (size_t i = 0; i < n && i < top; i++) {
+	for (size_t i = 0; i < n && i < show; i++) {
 		char name[128];
 		scn_plan_layout_name(&v[i].c, name, sizeof(name));
 		printf("%-4zu %-52s %10.4f ", i + 1, name, v[i].c.step_s);
@@ -106,15 +113,26 @@ static void print_table(const struct scn_plan_layout *v, size_t n, size_t top)
 	}
 }
 
-static void print_json(const struct scn_plan_layout *v, size_t n, size_t top, uint64_t total, size_t fits,
-		       const uint64_t dropped[], double per_s, double wall)
+static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total, size_t fits,
+		       const uint64_t dropped[], double per_s, double wall, const char *blocker)
 {
-	printf("{\"candidates\":%llu,\"fits\":%zu,\"dropped\":{\"invalid\":%llu,\"memory\":%llu},"
-	       "\"screened_per_s\":%.1f,\"wall_s\":%.3f,\"layouts\":[", (unsigned long long)total,
-	       fits, (unsigned long long)dropped[PAR_DROP_INVALID],
-	       (unsigned long long)dropped[PAR_DROP_MEMORY], per_s, wall);
+	struct scn_plan_order o;
+	scn_plan_order(v, n, &o);
+	printf("{\"candidates\":%llu,\"fits\":%zu,\"dropped\":{\"invalid\":%llu,\"memory\":%llu,"
+	       "\"rules\":%llu},\"screened_per_s\":%.1f,\"wall_s\":%.3f,\"collapsed\":%s,",
+	       (unsigned long long)total, fits, (unsigned long long)dropped[PAR_DROP_INVALID],
+	       (unsigned long long)dropped[PAR_DROP_MEMORY],
+	       (unsigned long long)dropped[PAR_DROP_RULES], per_s, wall, blocker ? "false" : "true");
+	if (blocker) {
+		printf("\"not_collapsed\":");
+		cli_json_str(stdout, blocker);
+		printf(",");
+	}
+	if (isnan(o.rho))
+		printf("\"spearman_rho\":null,\"layouts\":[");
+	else
+		printf("\"spearman_rho\":%.6f,\"layouts\":[", o.rho);
 	static const char *const rc[] = { "none", "selective", "full" };
-	(void)top;
 	for (size_t i = 0; i < n; i++) {
 		const struct par_layout *l = &v[i].c.layout;
 		printf("%s{\"tp\":%u,\"sp\":%s,\"pp\":%u,\"vpp\":%u,\"cp\":%u,\"ep\":%u,\"dp\":%u,"
@@ -154,18 +172,97 @@ static void disagreement(const struct scn_plan_layout *v, size_t n)
 		"places\n", o.first, o.swaps, o.pairs, n, o.worst);
 }
 
+/* The progress line on a terminal (stderr): none when it is not one. */
+struct progress {
+	int tty;
+	double t0;                /* when the current fidelity began      */
+	size_t screened;
+};
+
+static void progress(void *ctx, const char *fidelity, size_t done, size_t total)
+{
+	struct progress *p = ctx;
+	if (!p->tty)
+		return;
+	if (done == 1)
+		p->t0 = now_s();
+	double el = now_s() - p->t0, rate = done / (el > 0 ? el : 1e-9);
+	fprintf(stderr, "\r\033[Kclustersim plan: %zu layouts screened; %s: %zu of %zu simulated, "
+		"ETA %.0f s", p->screened, fidelity, done, total,
+		done > 1 ? (total - done) / rate : 0.0);
+	if (done == total)
+		fputs("\r\033[K", stderr);
+}
+
+/* Reject --set of what the plan varies: --fix holds it. */
+static int check_sets(struct cli_args *a, const char **sets, int nsets)
+{
+	for (int i = 0; i < nsets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		char key[96];
+		snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - sets[i]) : (int)strlen(sets[i]),
+			 sets[i]);
+		int k = par_plan_key_of_scenario(key);
+		if (k >= 0)
+			return cli_error(a, CLI_BADINPUT, "option --set %s: the plan varies %s; to hold "
+					 "it, use --fix %s=VALUE (--exclude drops a value)", sets[i],
+					 key, par_plan_key_name((enum par_plan_key)k));
+	}
+	return 0;
+}
+
+/* The rules of --fix and --exclude, parsed into r (at most cap). */
+static int parse_rules(struct cli_args *a, struct par_plan_rule *r, size_t cap, size_t *n)
+{
+	*n = 0;
+	for (int ex = 0; ex < 2; ex++) {
+		int k;
+		const char **l = cli_list(a, ex ? "exclude" : "fix", &k);
+		for (int i = 0; i < k; i++) {
+			char err[256];
+			if (*n == cap)
+				return cli_error(a, CLI_BADINPUT, "at most %zu --fix and --exclude rules",
+						 cap);
+			if (par_plan_rule_parse(l[i], ex, &r[*n], err, sizeof(err)) < 0)
+				return cli_error(a, CLI_BADINPUT, "%s", err);
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+/* A --fix value no enumerated layout has is a mistake worth naming (an
+ * --exclude of one, a warning). */
+static int check_rules(struct cli_args *a, const struct par_plan_rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].matched)
+			continue;
+		char t[64];
+		par_plan_rule_text(&r[i], t, sizeof(t));
+		if (!r[i].exclude)
+			return cli_error(a, CLI_BADINPUT, "option --fix %s: no layout the plan "
+					 "enumerates has %s (docs/plan.md lists the values tried)", t,
+					 t);
+		fprintf(stderr, "clustersim plan: warning: --exclude %s excludes nothing: no "
+			"layout the plan enumerates has it\n", t);
+	}
+	return 0;
+}
+
 static int plan_run(struct cli_args *a)
 {
 	if (a->npos != 1 || !cli_has(a, "gpus"))
 		return cli_error(a, CLI_BADINPUT, "expected a scenario and --gpus N (clustersim plan "
 				 "SCENARIO.yaml --gpus N)");
-	long long gpus = 0, top = 3, nsim, jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	long long gpus = 0, top = 3, show = 10, nsim, jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cli_count(a, "gpus", 1, TOPO_MAX_RANKS, &gpus) < 0)
 		return CLI_BADINPUT;
 	/* A simulation's cost grows with the GPUs: a few hundred small ones,
 	 * a handful of 1,024-GPU ones (about 1 to 2 s each on one core). */
 	nsim = 16384 / gpus < 16 ? 16 : 16384 / gpus > 256 ? 256 : 16384 / gpus;
 	if (cli_count(a, "jobs", 1, 64, &jobs) < 0 || cli_count(a, "top", 1, 1000, &top) < 0 ||
+	    cli_count(a, "show", 1, 100000, &show) < 0 ||
 	    cli_count(a, "analytic", 1, 100000, &nsim) < 0)
 		return CLI_BADINPUT;
 	const char *goal = cli_str(a, "objective", "step_time");
@@ -174,6 +271,12 @@ static int plan_run(struct cli_args *a)
 				 "tokens_per_s, got '%s'", goal);
 	int nsets;
 	const char **sets = cli_list(a, "set", &nsets);
+	if (check_sets(a, sets, nsets))
+		return CLI_BADINPUT;
+	struct par_plan_rule rules[64];
+	size_t nrules;
+	if (parse_rules(a, rules, ARRAY_SIZE(rules), &nrules))
+		return CLI_BADINPUT;
 	struct scn s;
 	char err[SCN_ERRLEN];
 	if (scn_load_unchecked(&s, a->pos[0], sets, (size_t)nsets, err, sizeof(err)) < 0)
@@ -197,28 +300,41 @@ static int plan_run(struct cli_args *a)
 	double t0 = now_s();
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
 						 (uint32_t)gpus, cm);
+	par_planner_rules(pl, rules, nrules);
 	struct par_candidate *cands;
 	uint64_t dropped[PAR_DROP_NCAUSES], total;
 	size_t n = par_plan(pl, &cands, dropped, &total);
 	double screened = now_s() - t0;
 	par_planner_free(pl);
+	if (check_rules(a, rules, nrules)) {
+		par_compute_model_free(cm);
+		free(cands);
+		return CLI_BADINPUT;
+	}
+	char held[64] = "";
+	if (nrules)
+		snprintf(held, sizeof(held), ", %llu held out by --fix and --exclude",
+			 (unsigned long long)dropped[PAR_DROP_RULES]);
 	if (!n) {
 		par_compute_model_free(cm);
 		free(cands);
 		return cli_error(a, CLI_NOFIT, "none of %llu layouts fits: %llu invalid, %llu out of "
-				 "memory", (unsigned long long)total,
+				 "memory%s", (unsigned long long)total,
 				 (unsigned long long)dropped[PAR_DROP_INVALID],
-				 (unsigned long long)dropped[PAR_DROP_MEMORY]);
+				 (unsigned long long)dropped[PAR_DROP_MEMORY], held);
 	}
 	size_t m = n < (size_t)nsim ? n : (size_t)nsim;
 	struct scn_plan_layout *v = xcalloc(m, sizeof(*v));
 	struct scn_plan_fails fails;
-	size_t nflow = scn_plan_simulate(&s, cm, cands, m, (size_t)top, (int)jobs, v, failed, NULL,
+	struct progress pr = { .tty = isatty(2), .screened = (size_t)total };
+	const struct scn_plan_hooks hooks = { .failed = failed, .progress = progress, .ctx = &pr };
+	size_t nflow = scn_plan_simulate(&s, cm, cands, m, (size_t)top, (int)jobs, v, &hooks,
 					 &fails);
 	size_t afail = fails.analytic, ffail = fails.flow, failures = fails.failures;
 	double wall = now_s() - t0, per_s = screened > 0 ? total / screened : 0;
+	const char *blocker = scn_plan_collapse_blocker(&s);
 	if (cli_has(a, "json"))
-		print_json(v, m, (size_t)top, total, n, dropped, per_s, wall);
+		print_json(v, m, total, n, dropped, per_s, wall, blocker);
 	else {
 		char af[32] = "", ff[32] = "";
 		if (afail)
@@ -226,11 +342,21 @@ static int plan_run(struct cli_args *a)
 		if (ffail)
 			snprintf(ff, sizeof(ff), " (%zu failed)", ffail);
 		printf("clustersim plan: %s on %lld GPUs: %llu layouts, %zu valid and fitting "
-		       "(%llu invalid, %llu out of memory), screened at %.0f per second; "
-		       "%zu simulated in analytic fidelity%s, %zu in flow%s\n\n", a->pos[0], gpus,
+		       "(%llu invalid, %llu out of memory%s), screened at %.0f per second; "
+		       "%zu simulated in analytic fidelity%s%s, %zu in flow%s\n\n", a->pos[0], gpus,
 		       (unsigned long long)total, n, (unsigned long long)dropped[PAR_DROP_INVALID],
-		       (unsigned long long)dropped[PAR_DROP_MEMORY], per_s, m, af, nflow, ff);
-		print_table(v, m, (size_t)top);
+		       (unsigned long long)dropped[PAR_DROP_MEMORY], held, per_s, m,
+		       blocker ? "" : " (one data-parallel replica for all: exact there)", af,
+		       nflow, ff);
+		print_table(v, m, (size_t)show);
+		struct scn_plan_order o;
+		scn_plan_order(v, m, &o);
+		if (!isnan(o.rho))
+			printf("\nEstimate against the analytic simulation: Spearman's rho %.3f over "
+			       "the %zu simulated layouts.\n", o.rho, m - afail);
+		if (blocker)
+			printf("Every rank simulated: %s, so one replica cannot stand for the others.\n",
+			       blocker);
 		if (m > 1 && !isnan(v[1].sim_s))
 			why(&v[0], &v[1], goal);
 	}

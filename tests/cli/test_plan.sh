@@ -70,6 +70,25 @@ grep -q "^1 *tp1 pp1" "$T/t.out" && grep -q " beats .* per step, flow fidelity" 
 "$CS" plan "$SC" --gpus 16 --analytic 4 --top 2 --objective mfu 2>/dev/null |
 	grep -q "with an MFU of" && ok "--objective mfu compares MFU" || bad "--objective mfu"
 
+# Steering: --fix holds a key in every layout, --exclude never lets one in.
+"$CS" plan "$SC" --gpus 16 --analytic 12 --top 1 --fix zero=1 --fix zero=2 --exclude mb=4 \
+	--json > "$T/f.json" 2> "$T/err" && ok "plan with --fix and --exclude" ||
+	bad "--fix: $(cat "$T/err")"
+rows() { sed -e 's/},{/\n/g' "$1"; }
+n=$(rows "$T/f.json" | grep -c '"tp":')
+held=$(rows "$T/f.json" | grep -c -e '"zero":1,' -e '"zero":2,')
+mb4=$(rows "$T/f.json" | grep -c '"micro_batch":4,')
+[ "$n" = 12 ] && [ "$held" = 12 ] && [ "$mb4" = 0 ] &&
+	ok "zero held at 1 or 2 and no micro-batch of 4 in $n rows" ||
+	bad "$n rows, $held with zero 1 or 2, $mb4 with mb 4"
+grep -q '"rules":[1-9]' "$T/f.json" && ok "layouts held out are counted" ||
+	bad "no rules count: $(head -c 300 "$T/f.json")"
+grep -q '"spearman_rho":[0-9.-]' "$T/f.json" && ok "Spearman's rho in the JSON" ||
+	bad "no rho: $(head -c 300 "$T/f.json")"
+"$CS" plan "$SC" --gpus 16 --analytic 6 --top 1 --show 4 > "$T/s.out" 2>/dev/null
+[ "$(grep -c '^[0-9]  *tp' "$T/s.out")" = 4 ] && ok "--show 4 prints 4 rows of 6" ||
+	bad "--show: $(cat "$T/s.out")"
+
 # Bad input: each a clear error and exit 2.
 check_bad() {
 	want=$1; shift
@@ -78,6 +97,14 @@ check_bad() {
 	[ $rc = 2 ] && grep -q "$want" "$T/out" && ok "refused: $want" ||
 		bad "rc=$rc for '$*': $(cat "$T/out")"
 }
+check_bad "option --set parallel.tp=2: the plan varies parallel.tp; to hold it, use --fix tp" \
+	"$SC" --gpus 16 --set parallel.tp=2
+check_bad "option --fix tp=3: no layout the plan enumerates has tp=3" "$SC" --gpus 16 --fix tp=3
+check_bad "option --fix: unknown key 'tpp'" "$SC" --gpus 16 --fix tpp=2
+check_bad "option --exclude: recompute: expected none, selective or full" "$SC" --gpus 16 \
+	--exclude recompute=some
+check_bad "option --fix: zero: expected 0 (DDP), 1, 2 or 3" "$SC" --gpus 16 --fix zero=4
+check_bad "option --fix: expected KEY=VALUE" "$SC" --gpus 16 --fix tp
 check_bad "expected a scenario and --gpus N" "$SC"
 check_bad "not a whole number of nodes of 8 GPUs" "$SC" --gpus 12
 check_bad "option --objective: expected step_time" "$SC" --gpus 16 --objective speed

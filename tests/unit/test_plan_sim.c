@@ -54,7 +54,8 @@ static size_t plan(struct scn_plan_layout *v, size_t m, size_t top, struct seen 
 	size_t n = par_plan(pl, &cands, dropped, &total);
 	par_planner_free(pl);
 	ck_assert_uint_ge(n, m);
-	size_t nflow = scn_plan_simulate(&s, cm, cands, m, top, 2, v, failed, seen, f);
+	const struct scn_plan_hooks hooks = { .failed = failed, .ctx = seen };
+	size_t nflow = scn_plan_simulate(&s, cm, cands, m, top, 2, v, &hooks, f);
 	free(cands);
 	par_compute_model_free(cm);
 	return nflow;
