@@ -21,18 +21,26 @@ static uint32_t attn_kernel(struct builder *b, const struct par_op *like, const 
 	return b->last_compute;
 }
 
-/*
- * How much of a full block (c queries x c keys) CP rank r computes in ring
- * round k under the causal mask (SPEC C26). Contiguous blocks: rank r holds
- * block r and sees block r - k; half the diagonal block in round 0, a whole
- * block while r >= k, nothing once the block index wraps (idle). Zig-zag:
- * rank r holds chunks r and 2N-1-r and computes half a block every round.
- */
+double par_cp_ring_share(enum par_cp_algo algo, uint32_t r, uint32_t k)
+{
+	if (algo == PAR_CP_ZIGZAG || k == 0)
+		return 0.5;
+	return r >= k ? 1.0 : 0.0;
+}
+
+void par_cp_ring_sizes(const struct par_model *m, const struct par_training *local, uint32_t tp,
+		       int bwd, struct par_cp_ring *out)
+{
+	double c = local->seq, bt = local->micro_batch;
+	double heads = (double)m->heads / tp, kv = m->kv_heads >= tp ? (double)m->kv_heads / tp : 1;
+	out->full_flops = 4.0 * bt * heads * c * c * m->head_dim * (bwd ? 2.5 : 1);
+	out->kv_bytes = 2.0 * 2 * bt * c * kv * m->head_dim * (bwd ? 2 : 1);
+	out->q_bytes = 2.0 * 2 * bt * c * heads * m->head_dim;
+}
+
 static double ring_share(const struct builder *b, uint32_t k)
 {
-	if (b->t->layout->cp_algo == PAR_CP_ZIGZAG || k == 0)
-		return 0.5;
-	return b->cpi >= k ? 1.0 : 0.0;
+	return par_cp_ring_share(b->t->layout->cp_algo, b->cpi, k);
 }
 
 /*
@@ -43,13 +51,10 @@ static double ring_share(const struct builder *b, uint32_t k)
  */
 static void ring_attention(struct builder *b, const struct par_op *o, int bwd, const char *where)
 {
-	const struct par_model *m = b->t->model;
 	uint32_t N = b->cp, next = (b->cpi + 1) % N, prev = (b->cpi + N - 1) % N;
-	double c = b->local.seq, bt = b->local.micro_batch;
-	double heads = (double)m->heads / b->tp, kv = m->kv_heads >= b->tp ? (double)m->kv_heads / b->tp : 1;
-	double full = 4.0 * bt * heads * c * c * m->head_dim * (bwd ? 2.5 : 1);
-	double kv_bytes = 2.0 * 2 * bt * c * kv * m->head_dim * (bwd ? 2 : 1);
-	double q_bytes = 2.0 * 2 * bt * c * heads * m->head_dim;
+	struct par_cp_ring sz;
+	par_cp_ring_sizes(b->t->model, &b->local, b->tp, bwd, &sz);
+	double full = sz.full_flops, kv_bytes = sz.kv_bytes, q_bytes = sz.q_bytes;
 	char name[128], mb[24];
 	par_b_mb_label(b, mb, sizeof(mb));
 	uint32_t start = b->last_compute, recv = NO_OP;

@@ -61,6 +61,9 @@ struct par_dp_costs {
 					  * over dp (its collective's closed form)  */
 	double backward_s;               /* one micro-batch's backward of the stage */
 	double gather_calls;             /* ZeRO-3: all-gathers of a micro-batch    */
+	double gather_passes;            /* ZeRO-3/FSDP: gathers of all parameters
+					  * per micro-batch: 2 (forward, backward),
+					  * 3 with full recomputation; 0 reads as 2 */
 	double call_s;                   /* the latency of one all-gather over dp
 					  * (its closed form of no bytes)           */
 	double stage_s;                  /* one micro-batch's forward and backward  */

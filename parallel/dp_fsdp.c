@@ -77,8 +77,10 @@ static void init(struct builder *b)
 static double exposed_s(const struct par_dp_costs *c)
 {
 	const struct par_fsdp *f = &c->layout->fsdp;
+	/* Per micro-batch: the forward's gathers, the backward's again when
+	 * resharded, the gradients' reduce-scatter (all-reduce halves). */
 	double comm = (f->reshard ? 1.5 : 1) * c->allreduce_s;
-	return f->prefetch ? fmax(0, comm - c->micro_batches * c->stage_s) : comm;
+	return c->micro_batches * (f->prefetch ? fmax(0, comm - c->stage_s) : comm);
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

@@ -48,8 +48,12 @@ static void init(struct builder *b)
 
 static double exposed_s(const struct par_dp_costs *c)
 {
-	double ar = c->allreduce_s;
-	return c->layout->ddp.overlap ? ar / 2 + fmax(0, ar / 2 - c->backward_s) : ar;
+	/* The gradients are reduce-scattered every micro-batch (from its
+	 * backward on with overlap, after it without), the next micro-batch's
+	 * compute running beside; the parameters are gathered once after. */
+	double rs = c->allreduce_s / 2, m = c->micro_batches;
+	double own = c->layout->ddp.overlap ? c->backward_s : 0;
+	return rs + fmax(0, rs - own) + (m - 1) * fmax(0, rs - own - c->stage_s);
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

@@ -50,14 +50,18 @@ static void init(struct builder *b)
 	par_dps_init(b, &p);
 }
 
-/* The calls of a step: per micro-batch, the gathers (c->call_count) and
- * the reduce-scatters, each paying the group's latency. */
+/* Every micro-batch gathers the parameters for its forward and backward
+ * (and the recomputed forward) and reduce-scatters its gradients, each an
+ * all-reduce's half, and pays the group's latency per call (its gathers,
+ * c->gather_calls, and reduce buckets); what its compute cannot hide is
+ * exposed, micro-batch by micro-batch. */
 static double exposed_s(const struct par_dp_costs *c)
 {
 	const struct par_zero3 *z = &c->layout->zero3;
 	double rs = ceil(c->params / fmax(1, z->reduce_bucket));
-	double latency = c->micro_batches * (c->gather_calls + rs) * c->call_s;
-	return fmax(0, 1.5 * c->allreduce_s + latency - c->micro_batches * c->stage_s);
+	double passes = c->gather_passes > 0 ? c->gather_passes : 2;
+	double per_mb = (passes + 1) / 2 * c->allreduce_s + (c->gather_calls + rs) * c->call_s;
+	return c->micro_batches * fmax(0, per_mb - c->stage_s);
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

@@ -31,6 +31,7 @@
 #include "parallel/schedule.h"
 #include "parallel/step.h"
 #include "parallel/train.h"
+#include "sim/sim.h"
 #include "sim/util.h"
 
 /* Kernel times of one layer for one shape, forward and backward. */
@@ -38,6 +39,10 @@ struct shape {
 	uint32_t tp, mb, cp, ep;
 	uint8_t sp, rc, moe;
 	double fwd, bwd;          /* seconds of kernels                     */
+	double tp_fwd, tp_bwd;    /* of tensor-parallel collectives          */
+	double slow_fwd, slow_bwd;  /* what the kernels lose beside a kernel
+				   * of `blocks` CUDA blocks (interference) */
+	unsigned blocks;
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
@@ -55,15 +60,54 @@ struct par_planner {
 	size_t ncache, capcache;
 	struct par_plan_rule *rules;
 	size_t nrules;
+	/* The simulator's closed forms of collectives on this cluster: a sim
+	 * of its GPUs with a group for each kind of group of a layout asked
+	 * for, and the times asked for so far. */
+	struct topo *topo;
+	struct sim *probe;
+	struct probe_group *groups;
+	size_t ngroups, capgroups;
+	struct probe_time *times;
+	size_t ntimes, captimes;    /* open addressing, captimes a power of 2 */
+};
+
+/* The groups of a layout the estimate asks about: rank 0's. */
+enum probe_kind { PROBE_TP, PROBE_CP, PROBE_DP, PROBE_EP };
+
+struct probe_group {
+	enum probe_kind kind;
+	struct par_dims d;
+	uint32_t id;
+};
+
+struct probe_time {
+	uint32_t group;             /* + 1; 0: empty                       */
+	uint32_t op;
+	double bytes, s;
 };
 
 struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
 				    const struct par_layout *base, const struct topo_config *cl,
-				    uint32_t gpus, const struct par_compute_model *cm)
+				    uint32_t gpus, const struct par_compute_model *cm, char *err,
+				    size_t errlen)
 {
+	struct topo_config c = *cl;
+	if (c.kind != TOPO_IDEAL)
+		c.nodes = gpus / c.gpus_per_node;
+	struct topo *t = topo_new(&c, gpus, err, errlen);
+	if (!t)
+		return NULL;
 	struct par_planner *p = xcalloc(1, sizeof(*p));
-	p->m = *m, p->tr = *tr, p->base = *base, p->cl = *cl, p->gpus = gpus, p->cm = cm;
+	p->m = *m, p->tr = *tr, p->base = *base, p->cl = c, p->gpus = gpus, p->cm = cm;
 	p->capacity = topo_gpu_find(cl->gpu)->mem_bytes;
+	struct sim_config sc;
+	sim_config_init(&sc);
+	sc.fidelity = SIM_FIDELITY_ANALYTIC;
+	sc.algos = coll_algos;
+	sc.auto_nccl = base->algo_auto == 0;
+	p->topo = t;
+	p->probe = sim_new(&sc, gpus, topo_sim_ops(), t);
+	topo_attach(t, p->probe);
 	return p;
 }
 
@@ -71,8 +115,106 @@ void par_planner_free(struct par_planner *p)
 {
 	if (!p)
 		return;
+	sim_free(p->probe);
+	topo_free(p->topo);
+	free(p->groups);
+	free(p->times);
 	free(p->cache);
 	free(p);
+}
+
+/* ---- collectives: the simulator's closed forms ------------------------------ */
+
+static int dims_eq(const struct par_dims *a, const struct par_dims *b)
+{
+	return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->dp == b->dp &&
+	       a->ep == b->ep;
+}
+
+/* The probe's group of kind k of a layout (rank 0's), added when first
+ * asked for; its members as the step's groups have them (place.c). */
+static uint32_t probe_group(struct par_planner *p, enum probe_kind k, const struct par_layout *l)
+{
+	struct par_dims d = { .tp = l->tp, .cp = l->cp, .pp = l->pp, .dp = l->dp,
+			      .ep = k == PROBE_EP ? l->ep : 1, .vpp = 1 };
+	/* Only the dimensions that shape the group tell groups apart. */
+	if (k == PROBE_TP)
+		d.cp = d.pp = d.dp = 1;
+	if (k == PROBE_CP)
+		d.pp = d.dp = 1;
+	for (size_t i = 0; i < p->ngroups; i++)
+		if (p->groups[i].kind == k && dims_eq(&p->groups[i].d, &d))
+			return p->groups[i].id;
+	uint32_t n = k == PROBE_TP ? d.tp : k == PROBE_CP ? d.cp : k == PROBE_EP ? d.ep
+										 : d.dp * d.cp;
+	struct par_dims full = { .tp = l->tp, .cp = l->cp, .pp = l->pp, .dp = l->dp, .ep = 1,
+				 .vpp = 1 };
+	uint32_t *ranks = xmalloc(n * sizeof(*ranks));
+	for (uint32_t i = 0; i < n; i++) {
+		struct par_coords c = { 0 };
+		if (k == PROBE_TP)
+			c.tp = i;
+		else if (k == PROBE_CP)
+			c.cp = i;
+		else   /* DP over DP x CP; expert groups its first ep */
+			c.cp = i % l->cp, c.dp = i / l->cp;
+		ranks[i] = par_rank_of(&full, &c);
+	}
+	uint32_t id = sim_group_add(p->probe, ranks, n);
+	free(ranks);
+	if (p->ngroups == p->capgroups) {
+		p->capgroups = p->capgroups ? 2 * p->capgroups : 16;
+		p->groups = xreallocarray(p->groups, p->capgroups, sizeof(*p->groups));
+	}
+	p->groups[p->ngroups++] = (struct probe_group){ .kind = k, .d = d, .id = id };
+	return id;
+}
+
+static size_t time_slot(const struct par_planner *p, uint32_t g, uint32_t op, double bytes)
+{
+	uint64_t b;
+	memcpy(&b, &bytes, sizeof(b));
+	uint64_t h = (b ^ ((uint64_t)g << 40) ^ ((uint64_t)op << 56)) * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 20) & (p->captimes - 1);
+}
+
+/*
+ * A collective of `bytes` on a layout's group of kind k, alone on its
+ * links: the simulator's closed form (sim_coll_time_s) with the scenario's
+ * algorithm, or the one `auto` picks there. Memoized.
+ */
+static double coll_s(struct par_planner *p, enum sim_coll_op op, double bytes, enum probe_kind k,
+		     const struct par_layout *l)
+{
+	uint32_t n = k == PROBE_TP ? l->tp : k == PROBE_CP ? l->cp : k == PROBE_EP ? l->ep
+										 : l->dp * l->cp;
+	if (n < 2)
+		return 0;
+	uint32_t g = probe_group(p, k, l);
+	if (2 * (p->ntimes + 1) > p->captimes) {   /* grow, rehash */
+		struct probe_time *old = p->times;
+		size_t oldcap = p->captimes;
+		p->captimes = oldcap ? 2 * oldcap : 1024;
+		p->times = xcalloc(p->captimes, sizeof(*p->times));
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].group) {
+				size_t j = time_slot(p, old[i].group - 1, old[i].op, old[i].bytes);
+				while (p->times[j].group)
+					j = (j + 1) & (p->captimes - 1);
+				p->times[j] = old[i];
+			}
+		free(old);
+	}
+	size_t j = time_slot(p, g, op, bytes);
+	for (; p->times[j].group; j = (j + 1) & (p->captimes - 1))
+		if (p->times[j].group == g + 1 && p->times[j].op == op && p->times[j].bytes == bytes)
+			return p->times[j].s;
+	double t = sim_coll_time_s(p->probe, g, p->base.algo[op], op, bytes, 0);
+	if (isnan(t))   /* the scenario's algorithm cannot run here: the run says */
+		t = sim_coll_time_s(p->probe, g, NULL, op, bytes, 0);
+	p->times[j] = (struct probe_time){ .group = g + 1, .op = op, .bytes = bytes, .s = t };
+	p->ntimes++;
+	return t;
 }
 
 void par_planner_rules(struct par_planner *p, struct par_plan_rule *r, size_t n)
@@ -214,17 +356,82 @@ bool par_plan_rules_pass(const struct par_plan_rule *r, size_t n, const struct p
 	return fixed == held;
 }
 
-/* Sum of kernel times of a list; attention scaled (ring over cp ranks). */
+/* A message of n bytes between neighbours of a group: NVLink when the
+ * group is inside a node, else the network. */
+static double hop_s(const struct par_planner *p, double n, int inside)
+{
+	return inside ? p->cl.nvlink_lat_s + n / p->cl.nvlink_bw_Bps
+		      : p->cl.net_lat_s + n / p->cl.net_bw_Bps;
+}
+
+/*
+ * One attention op under context parallelism, as cp.c runs it, on the CP
+ * rank with the most to do (the last, for contiguous blocks). Ring: round
+ * k computes its share of a full block while the next K/V block travels,
+ * so a round takes the longer of the two (the last round sends nothing).
+ * Ulysses: an all-to-all in and one out around attention over the whole
+ * sequence for heads / cp, nothing overlapped.
+ */
+static double cp_attention_s(const struct par_planner *p, const struct par_op *o,
+			     const struct par_training *local, uint32_t tp, uint32_t cp, int bwd)
+{
+	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
+	int inside = p->cl.kind != TOPO_IDEAL && (uint64_t)tp * cp <= gpn;
+	const struct par_model *m = &p->m;
+	if (p->base.cp_algo == PAR_CP_ULYSSES) {
+		double heads = (double)m->heads / tp, kv = (double)m->kv_heads / tp;
+		double c = local->seq, bt = local->micro_batch;
+		double qkv = 2.0 * bt * c * (heads + 2 * kv) * m->head_dim;
+		double out = 2.0 * bt * c * heads * m->head_dim;
+		/* pairwise: each rank sends (cp-1)/cp of its buffer */
+		double a2a = (cp - 1) * hop_s(p, (qkv + out) / cp, inside);
+		return par_compute_time_s(p->cm, o) * cp + a2a;
+	}
+	struct par_cp_ring sz;
+	par_cp_ring_sizes(m, local, tp, bwd, &sz);
+	struct par_op r = *o;
+	r.bytes = sz.q_bytes + sz.kv_bytes;
+	double send = hop_s(p, sz.kv_bytes, inside), t = 0;
+	for (uint32_t k = 0; k < cp; k++) {
+		double share = par_cp_ring_share(p->base.cp_algo, cp - 1, k), c = 0;
+		if (share > 0) {
+			r.flops = share * sz.full_flops;
+			c = par_compute_time_s(p->cm, &r);
+		}
+		t += k + 1 < cp && send > c ? send : c;
+	}
+	return t;
+}
+
+/* Sum of kernel times of a list; attention under context parallelism as
+ * cp.c runs it (cp_attention_s). */
 static double kernels_s(const struct par_planner *p, const struct par_op *ops, size_t n,
-			uint32_t cp, int moe)
+			const struct par_training *local, uint32_t tp, uint32_t cp, int moe)
 {
 	double s = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (moe && par_kernel_is_mlp(ops[i].kernel))
 			continue;
-		double t = par_compute_time_s(p->cm, &ops[i]);
-		s += ops[i].cls == PAR_OP_ATTENTION ? t * cp : t;
+		if (ops[i].cls == PAR_OP_ATTENTION && cp > 1)
+			s += cp_attention_s(p, &ops[i], local, tp, cp, ops[i].part != PAR_PART_FWD);
+		else
+			s += par_compute_time_s(p->cm, &ops[i]);
 	}
+	return s;
+}
+
+/* What a list's kernels lose beside communication holding `blocks` CUDA
+ * blocks (par_compute_interference, as the engine slows them). */
+static double slowed_s(const struct par_planner *p, const struct par_op *ops, size_t n, int moe,
+		       unsigned blocks)
+{
+	if (!blocks || !par_compute_has_interference(p->cm))
+		return 0;
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(moe && par_kernel_is_mlp(ops[i].kernel)))
+			s += par_compute_time_s(p->cm, &ops[i]) *
+			     (par_compute_interference(p->cm, &ops[i], blocks) - 1);
 	return s;
 }
 
@@ -236,31 +443,58 @@ static double experts_s(const struct par_planner *p, const struct par_training *
 	double s = 0;
 	for (int part = 0; part < 3; part++) {
 		size_t n = par_moe_ops(&p->m, local, tp, ep, 1, part, ph, ops, ARRAY_SIZE(ops));
-		s += kernels_s(p, ops, n, 1, 0);
+		s += kernels_s(p, ops, n, local, tp, 1, 0);
 	}
 	return s;
+}
+
+/* The tensor-parallel collectives around a list's kernels (tp.c's rules),
+ * each alone on the TP group's links: the step waits for every one. */
+static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t n,
+			enum par_phase ph, const struct par_training *local, uint32_t tp, int sp,
+			int moe)
+{
+	if (tp < 2)
+		return 0;
+	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
+	double tokens = (double)local->seq * local->micro_batch, t = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (moe && par_kernel_is_mlp(ops[i].kernel))
+			continue;
+		enum sim_coll_op op[8];
+		double bytes[8];
+		unsigned k = par_tp_op_colls(&ops[i], ph, sp, tokens, p->m.hidden, op, bytes, 8);
+		for (unsigned j = 0; j < k; j++)
+			t += coll_s(p, op[j], bytes[j], PROBE_TP, &l);
+	}
+	return t;
 }
 
 /* The kernel times and activations of one shape, from the cache (by value:
  * the cache moves as it grows). */
 static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
-				    int sp, enum par_recompute rc, int moe, uint32_t ep)
+				    int sp, enum par_recompute rc, int moe, uint32_t ep,
+				    unsigned blocks)
 {
 	for (size_t i = 0; i < p->ncache; i++) {
 		const struct shape *c = &p->cache[i];
 		if (c->tp == tp && c->mb == mb && c->cp == cp && c->sp == sp && c->rc == rc &&
-		    c->moe == moe && c->ep == ep)
+		    c->moe == moe && c->ep == ep && c->blocks == blocks)
 			return *c;
 	}
 	struct par_training local = p->tr;
 	local.micro_batch = mb, local.seq = p->tr.seq / cp, local.recompute = rc;
 	struct par_op ops[64];
 	struct shape s = { .tp = tp, .mb = mb, .cp = cp, .ep = ep, .sp = (uint8_t)sp,
-			   .rc = (uint8_t)rc, .moe = (uint8_t)moe };
+			   .rc = (uint8_t)rc, .moe = (uint8_t)moe, .blocks = blocks };
 	size_t n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_FWD, ops, ARRAY_SIZE(ops));
-	s.fwd = kernels_s(p, ops, n, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_FWD) : 0);
+	s.fwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_FWD) : 0);
+	s.tp_fwd = tp_comm_s(p, ops, n, PAR_FWD, &local, tp, sp, moe);
+	s.slow_fwd = slowed_s(p, ops, n, moe, blocks);
 	n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_BWD, ops, ARRAY_SIZE(ops));
-	s.bwd = kernels_s(p, ops, n, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
+	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
+	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
+	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
 	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
 	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
 	double mod[64];
@@ -274,27 +508,6 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	}
 	p->cache[p->ncache++] = s;
 	return s;
-}
-
-/* A ring collective of n bytes over `members` ranks: NVLink inside a node
- * (when the group fits one), else the network with one ring per rail. */
-static double ring_s(const struct par_planner *p, enum sim_coll_op op, double n,
-		     uint32_t members, int inside)
-{
-	if (members < 2)
-		return 0;
-	struct sim_coll_plan plan = { .op = op, .p = members, .bytes = n, .channels = 1 };
-	char err[128];
-	coll_ring.plan(&plan, err, sizeof(err));
-	struct sim_coll_linkset ls = { 0 };
-	if (inside || p->cl.kind == TOPO_IDEAL) {
-		ls.all.alpha_intra_s = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
-		ls.all.bw_intra_Bps = inside ? p->cl.nvlink_bw_Bps : p->cl.net_bw_Bps;
-	} else {
-		ls.all.alpha_inter_s = p->cl.net_lat_s;
-		ls.all.bw_inter_Bps = p->cl.net_bw_Bps;
-	}
-	return coll_ring.time_s(&plan, &ls);
 }
 
 /* Parameters a rank of the first stage holds: L / pp layers (its share of
@@ -334,33 +547,54 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	int moe = m->moe.experts > 0;
 	uint32_t mbs = st->micro_batches, v = st->d.vpp;
 	uint32_t per = m->layers / l->pp, D = st->dpn;
-	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1);
+	/* The blocks of the data-parallel collectives beside the kernels. */
+	unsigned blocks = 0;
+	if (D > 1 && par_compute_has_interference(p->cm)) {
+		uint32_t g = probe_group(p, PROBE_DP, l);
+		char err[256];
+		blocks = 0;
+		if (!sim_coll_check(p->probe, g, SIM_COLL_ALLGATHER, p->base.algo[SIM_COLL_ALLGATHER],
+				    1 << 20, &blocks, err, sizeof(err)) || !blocks)
+			blocks = 1;
+	}
+	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1,
+					 blocks);
 	const struct shape eh = moe ? shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
-					       c->recompute, 1, l->ep) : sh;
+					       c->recompute, 1, l->ep, blocks) : sh;
 	const struct shape *s = &sh, *e = &eh;
 	double frac = moe ? 1.0 / (m->moe.every ? m->moe.every : 1) : 0;
 	double T = (double)p->tr.seq / l->cp * c->micro_batch, act_bytes = 2 * T * m->hidden;
-	double tp = 4 * ring_s(p, SIM_COLL_ALLREDUCE, act_bytes, l->tp, 1);
-	double a2a = moe && l->ep > 1 ? 4 * ring_s(p, SIM_COLL_REDUCESCATTER,
-						   2 * T * m->moe.top_k * m->hidden, l->ep, 0) : 0;
-	double layer = (1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd + a2a) + tp;
-	double p2p = l->pp > 1 ? 2 * (p->cl.net_lat_s + act_bytes / p->cl.net_bw_Bps) : 0;
-	double stage = per * layer + p2p;
+	/* Expert dispatch and combine, forward and backward (moe_step.c). */
+	double a2a = moe && l->ep > 1 ? 4 * coll_s(p, SIM_COLL_ALLTOALL,
+						   2 * T * m->moe.top_k * m->hidden, PROBE_EP, l) : 0;
+	double fwd = (1 - frac) * (s->fwd + s->tp_fwd) + frac * (e->fwd + e->tp_fwd + a2a / 2);
+	double bwd = (1 - frac) * (s->bwd + s->tp_bwd) + frac * (e->bwd + e->tp_bwd + a2a / 2);
+	/* One activation each way per micro-batch between neighbouring stages,
+	 * over NVLink where they share a node. */
+	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
+	int pp_inside = p->cl.kind != TOPO_IDEAL && 2ull * l->tp * l->cp <= gpn;
+	double p2p = l->pp > 1 ? 2 * hop_s(p, act_bytes, pp_inside) : 0;
+	double stage = per * (fwd + bwd) + p2p;
 	const struct par_schedule_ops *sched = st->schedule;
-	struct par_stage_cost cost = stage_cost(stage, per * ((1 - frac) * s->bwd +
-					frac * (e->bwd + a2a / 2) + tp / 2) + p2p / 2);
+	struct par_stage_cost cost = stage_cost(stage, per * bwd + p2p / 2);
 	/* Memory: the model states (the strategy's closed form), the first
 	 * stage's micro-batches in flight (the schedule's). */
-	const struct par_dp_strategy *dps = st->strategy;
 	double params = rank_params(p, l);
 	double grads = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads) * params;
+	/* The gradients' reduction over DP x CP: an all-reduce, or for the
+	 * strategies that shard, its reduce-scatter and all-gather halves. */
+	const struct par_dp_strategy *dps = st->strategy;
+	double allreduce = dps->flags & PAR_DP_SHARDS_OPTIMIZER
+				   ? coll_s(p, SIM_COLL_REDUCESCATTER, grads, PROBE_DP, l) +
+					     coll_s(p, SIM_COLL_ALLGATHER, grads, PROBE_DP, l)
+				   : coll_s(p, SIM_COLL_ALLREDUCE, grads, PROBE_DP, l);
 	struct par_dp_costs dc = {
 		.layout = l, .params = params, .dp = D, .precision = p->tr.precision,
 		.optimizer = p->tr.optimizer, .micro_batches = mbs,
-		.allreduce_s = ring_s(p, SIM_COLL_ALLREDUCE, grads, D, 0),
-		.backward_s = per * (s->bwd + tp / 2), .stage_s = stage,
+		.allreduce_s = allreduce, .backward_s = per * bwd, .stage_s = stage,
 		.gather_calls = s->zero3_calls,
-		.call_s = ring_s(p, SIM_COLL_ALLGATHER, 0, D, 0),
+		.gather_passes = c->recompute == PAR_RECOMPUTE_FULL ? 3 : 2,
+		.call_s = coll_s(p, SIM_COLL_ALLGATHER, 0, PROBE_DP, l),
 	};
 	struct par_dp_mem dm;
 	dps->plan_memory(&dc, &dm);
@@ -374,13 +608,32 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
 	double exposed = dps->exposed_s(&dc);
+	/* Interference: the kernels beside data-parallel communication run
+	 * slower, at their average loss over the time the communication runs
+	 * (ZeRO-3, FSDP: gathers and reduce-scatters through every micro-
+	 * batch; ZeRO-2: reduce-scatters through every backward; the others:
+	 * the reduction through the last backward). */
+	double fb = per * ((1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd));
+	double bk = per * ((1 - frac) * s->bwd + frac * e->bwd);
+	double lose_fb = per * ((1 - frac) * (s->slow_fwd + s->slow_bwd) +
+				frac * (e->slow_fwd + e->slow_bwd));
+	double lose_bk = per * ((1 - frac) * s->slow_bwd + frac * e->slow_bwd);
+	double slow = 0;
+	if (blocks && fb > 0) {
+		if (dps->flags & PAR_DP_SHARDS_PARAMS)
+			slow = mbs * lose_fb * fmin(1, (dc.gather_passes + 1) / 2 * allreduce / fb);
+		else if (dps->flags & PAR_DP_REDUCE_EVERY_MB)
+			slow = mbs * lose_bk * fmin(1, allreduce / 2 / bk);
+		else
+			slow = lose_bk * fmin(1, allreduce / bk);
+	}
 	struct par_op opt = { .name = par_kernel_name(PAR_K_ADAM, PAR_PART_FWD),
 			      .kernel = PAR_K_ADAM, .cls = PAR_OP_MEMBOUND,
 			      .bytes = 28 * params /
 				       (dps->flags & PAR_DP_SHARDS_OPTIMIZER ? D : 1) };
 	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);
 	c->exposed_s = exposed;
-	c->step_s = phase + exposed + par_compute_time_s(p->cm, &opt);
+	c->step_s = phase + exposed + slow + par_compute_time_s(p->cm, &opt);
 	return 0;
 }
 

@@ -95,6 +95,28 @@ const struct sim_program *par_step_program(struct par_step *s, uint32_t stage, u
 
 void par_step_free(struct par_step *s);
 
+/*
+ * Ring attention's geometry (cp.c, SPEC C25, C26), for the planner too:
+ * the share of a full block (c queries x c keys) that CP rank r computes in
+ * round k under the causal mask (contiguous blocks: half the diagonal in
+ * round 0, a whole block while r >= k, then nothing; zig-zag: half a block
+ * every round), and for one attention op of a micro-batch of `local` (its
+ * seq the rank's c tokens) the FLOPs of a full block, the K/V block a round
+ * passes on (K/V and their gradients in the backward) and the queries'.
+ */
+/* The tensor-parallel collectives the step issues around op o in phase ph
+ * (tp.c's rules, before and after it) for a micro-batch of `tokens` tokens
+ * of the model's `hidden`: their ops and bytes (at most max); the count. */
+unsigned par_tp_op_colls(const struct par_op *o, enum par_phase ph, bool sp, double tokens,
+			 double hidden, enum sim_coll_op *ops, double *bytes, unsigned max);
+
+struct par_cp_ring {
+	double full_flops, kv_bytes, q_bytes;
+};
+double par_cp_ring_share(enum par_cp_algo algo, uint32_t r, uint32_t k);
+void par_cp_ring_sizes(const struct par_model *m, const struct par_training *local, uint32_t tp,
+		       int bwd, struct par_cp_ring *out);
+
 /* Parameters a rank holds of layer l (-1: the embedding and head together),
  * its share of TP and EP. */
 double par_step_layer_params(const struct par_step *s, int l);

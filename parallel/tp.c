@@ -47,6 +47,28 @@ static const struct tp_rule tp_rules[] = {
 	{ PAR_K_CROSS_ENTROPY, PAR_PART_FWD, 0, 0, 1, SIM_COLL_ALLREDUCE, 1 },
 };
 
+/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
+static double rule_bytes(const struct tp_rule *r, double tokens, double hidden)
+{
+	return r->loss ? 8 * tokens : 2 * tokens * hidden;
+}
+
+unsigned par_tp_op_colls(const struct par_op *o, enum par_phase ph, bool sp, double tokens,
+			 double hidden, enum sim_coll_op *ops, double *bytes, unsigned max)
+{
+	int bwd = ph == PAR_BWD && !o->recompute;
+	unsigned n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tp_rules) && n < max; i++) {
+		const struct tp_rule *r = &tp_rules[i];
+		if (r->backward != bwd || r->sp != sp || r->kernel != o->kernel ||
+		    r->part != o->part)
+			continue;
+		ops[n] = r->op;
+		bytes[n++] = rule_bytes(r, tokens, hidden);
+	}
+	return n;
+}
+
 /* Issue the tensor-parallel collectives a kernel needs before or after it. */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
 		    const char *where)
@@ -65,8 +87,7 @@ void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, i
 		par_b_mb_label(b, mb, sizeof(mb));
 		sim_fmt(name, sizeof(name), "tp.%s.%s.%s.%s.%s", where, mb, bwd ? "bwd" : "fwd",
 			o->name, sim_coll_op_name(r->op));
-		/* Activations of T tokens of h values (bf16); the loss: two floats a token. */
-		double bytes = r->loss ? 8 * T : 2 * T * b->t->model->hidden;
+		double bytes = rule_bytes(r, T, b->t->model->hidden);
 		uint32_t c = par_b_coll(b, STREAM_TP, name, r->op, SLOT_TP, bytes, b->last_compute);
 		par_b_label(b, par_b_phase(ph, o), 1, NULL);
 		par_b_wait(b, c);

@@ -261,7 +261,7 @@ static int plan_run(struct cli_args *a)
 	/* A simulation's cost grows with the GPUs: a few hundred small ones,
 	 * a handful of 1,024-GPU ones (about 1 to 2 s each on one core). */
 	nsim = 16384 / gpus < 16 ? 16 : 16384 / gpus > 256 ? 256 : 16384 / gpus;
-	if (cli_count(a, "jobs", 1, 64, &jobs) < 0 || cli_count(a, "top", 1, 1000, &top) < 0 ||
+	if (cli_count(a, "jobs", 1, 64, &jobs) < 0 || cli_count(a, "top", 0, 1000, &top) < 0 ||
 	    cli_count(a, "show", 1, 100000, &show) < 0 ||
 	    cli_count(a, "analytic", 1, 100000, &nsim) < 0)
 		return CLI_BADINPUT;
@@ -299,7 +299,11 @@ static int plan_run(struct cli_args *a)
 	}
 	double t0 = now_s();
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
-						 (uint32_t)gpus, cm);
+						 (uint32_t)gpus, cm, err, sizeof(err));
+	if (!pl) {
+		par_compute_model_free(cm);
+		return cli_error(a, CLI_BADINPUT, "%s: cluster: %s", a->pos[0], err);
+	}
 	par_planner_rules(pl, rules, nrules);
 	struct par_candidate *cands;
 	uint64_t dropped[PAR_DROP_NCAUSES], total;
@@ -346,7 +350,7 @@ static int plan_run(struct cli_args *a)
 		       "%zu simulated in analytic fidelity%s%s, %zu in flow%s\n\n", a->pos[0], gpus,
 		       (unsigned long long)total, n, (unsigned long long)dropped[PAR_DROP_INVALID],
 		       (unsigned long long)dropped[PAR_DROP_MEMORY], held, per_s, m,
-		       blocker ? "" : " (one data-parallel replica for all: exact there)", af,
+		       blocker ? "" : " (symmetry-collapsed: one data-parallel replica for all)", af,
 		       nflow, ff);
 		print_table(v, m, (size_t)show);
 		struct scn_plan_order o;

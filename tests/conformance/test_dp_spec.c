@@ -138,6 +138,13 @@ static const struct dp_case cases[] = {
 	{ "fsdp", { "parallel.fsdp.enabled=true", "parallel.fsdp.unit_layers=2" }, 1e-2 },
 	{ "fsdp", { "parallel.strategy=fsdp", "parallel.fsdp.prefetch=false" }, 1e-2 },
 	{ "fsdp", { "parallel.strategy=fsdp", "parallel.fsdp.reshard=false" }, 1e-2 },
+	/* Two micro-batches: ZeRO-2 reduce-scatters, ZeRO-3 and FSDP gather and
+	 * reduce-scatter, for each one (the first's beside the second's
+	 * compute, so within 1e-3). */
+	{ "zero2", { "parallel.zero=2", "parallel.ddp.overlap=false", "training.global_batch=16" },
+	  1e-3 },
+	{ "zero3", { "parallel.zero=3", "training.global_batch=16" }, 1e-2 },
+	{ "fsdp", { "parallel.strategy=fsdp", "training.global_batch=16" }, 1e-2 },
 };
 
 static size_t nsets(const struct dp_case *k)

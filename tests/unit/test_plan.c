@@ -39,7 +39,7 @@ static void setup_with(const char *const *sets, size_t nsets, uint32_t gpus)
 	cm = par_compute_model_new(&s.compute, topo_gpu_find(s.cluster.gpu), s.training.precision,
 				   s.datadir, err, sizeof err);
 	ck_assert_msg(cm != NULL, "%s", err);
-	pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster, gpus, cm);
+	pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster, gpus, cm, NULL, 0);
 }
 
 static void teardown(void)
