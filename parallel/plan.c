@@ -339,6 +339,39 @@ void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len)
 		snprintf(buf, len, "%s=%u", par_plan_key_name(r->key), r->value);
 }
 
+const char *par_plan_family_name(unsigned i)
+{
+	static const char *const names[PAR_PLAN_NFAMILIES] = {
+		"no pipeline", "pipeline", "interleaved pipeline", "ZeRO-3",
+		"replicated parameters", "context parallel", "expert parallel",
+	};
+	return i < PAR_PLAN_NFAMILIES ? names[i] : "?";
+}
+
+bool par_plan_in_family(unsigned i, const struct par_candidate *c)
+{
+	const struct par_layout *l = &c->layout;
+	switch (i) {
+	case 0: return l->pp == 1;
+	case 1: return l->pp > 1 && l->vpp == 1;
+	case 2: return l->vpp > 1;
+	case 3: return l->zero == 3;
+	case 4: return l->zero < 3;
+	case 5: return l->cp > 1;
+	case 6: return l->ep > 1;
+	default: return false;
+	}
+}
+
+bool par_plan_same_layout(const struct par_candidate *a, const struct par_candidate *b)
+{
+	for (int k = 0; k < PAR_PK_N; k++)
+		if (par_plan_key_value(a, (enum par_plan_key)k) !=
+		    par_plan_key_value(b, (enum par_plan_key)k))
+			return false;
+	return true;
+}
+
 bool par_plan_rules_pass(const struct par_plan_rule *r, size_t n, const struct par_candidate *c)
 {
 	unsigned fixed = 0, held = 0;   /* keys with fixes; those c has one of */
@@ -637,6 +670,36 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	return 0;
 }
 
+int par_plan_check(struct par_planner *p, const struct par_candidate *c, char *err,
+		   size_t errlen)
+{
+	struct par_training tr = p->tr;
+	tr.micro_batch = c->micro_batch, tr.recompute = c->recompute;
+	const struct par_train t = {
+		.model = &p->m, .training = &tr, .layout = &c->layout, .cluster = &p->cl,
+	};
+	struct par_step st;
+	return par_step_derive(&st, &t, err, errlen) < 0 ? -1 : 0;
+}
+
+void par_plan_key_set(struct par_candidate *c, enum par_plan_key k, uint32_t v)
+{
+	struct par_layout *l = &c->layout;
+	switch (k) {
+	case PAR_PK_TP: l->tp = v; break;
+	case PAR_PK_SP: l->sp = v != 0; break;
+	case PAR_PK_PP: l->pp = v; break;
+	case PAR_PK_VPP: l->vpp = v; break;
+	case PAR_PK_CP: l->cp = v; break;
+	case PAR_PK_EP: l->ep = v; break;
+	case PAR_PK_DP: l->dp = v; break;
+	case PAR_PK_MB: c->micro_batch = v; break;
+	case PAR_PK_ZERO: l->zero = v; break;
+	case PAR_PK_RECOMPUTE: c->recompute = (enum par_recompute)v; break;
+	case PAR_PK_N: BUG("unknown plan key");
+	}
+}
+
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c)
 {
 	/* The simulator's own checks and derivation (step.h, par_step_derive:
@@ -770,6 +833,8 @@ size_t par_plan(struct par_planner *p, struct par_candidate **out, uint64_t drop
 	struct par_candidate *c = g.c;
 	size_t n = g.n;
 	qsort(c, n, sizeof(*c), by_step);
+	for (size_t i = 0; i < n; i++)
+		c[i].rank = (uint32_t)i + 1;
 	*out = c;
 	return n;
 }

@@ -23,6 +23,8 @@ struct par_candidate {
 	struct par_layout layout;
 	uint32_t micro_batch;
 	enum par_recompute recompute;
+	uint32_t rank;            /* place by the estimate among those that
+				   * fit, from 1 (par_plan); 0: not placed */
 	double step_s;            /* estimated step time                    */
 	double peak_bytes;        /* estimated peak memory of the busiest GPU */
 	double bubble_s, exposed_s;
@@ -116,5 +118,24 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
  * Valid means what the simulator accepts: the layout resolves
  * (par_step_derive, the checks of par_step_resolve: step.h). */
 int par_plan_estimate(struct par_planner *p, struct par_candidate *c);
+/* Is c a layout the simulator accepts? 0, or -1 with the reason in err. */
+int par_plan_check(struct par_planner *p, const struct par_candidate *c, char *err,
+		   size_t errlen);
+/* Set a candidate's value of key k (as par_plan_rule_parse reads it). */
+void par_plan_key_set(struct par_candidate *c, enum par_plan_key k, uint32_t v);
+
+/*
+ * The families a plan explains its winner against ("why not"): no
+ * pipeline, a pipeline, an interleaved one, ZeRO-3, replicated parameters
+ * (ZeRO 0-2), context parallelism, expert parallelism (MoE models only).
+ * A layout may be in several. par_plan_family_name(i) for i below
+ * PAR_PLAN_NFAMILIES; par_plan_in_family says whether c is in family i.
+ */
+#define PAR_PLAN_NFAMILIES 7
+const char *par_plan_family_name(unsigned i);
+bool par_plan_in_family(unsigned i, const struct par_candidate *c);
+
+/* Do a and b have the same value of every key a plan varies? */
+bool par_plan_same_layout(const struct par_candidate *a, const struct par_candidate *b);
 
 #endif

@@ -33,6 +33,28 @@ const char *par_mem_name(enum par_mem c)
 	return (unsigned)c < PAR_MEM_NCATS ? mem_names[c] : "?";
 }
 
+const char *par_comm_kind_name(enum par_comm_kind k)
+{
+	static const char *const names[PAR_COMM_NKINDS] = {
+		[PAR_COMM_TP] = "tensor/expert parallel", [PAR_COMM_DP] = "data parallel",
+		[PAR_COMM_PP] = "pipeline", [PAR_COMM_CP] = "context parallel",
+		[PAR_COMM_HOST] = "host copies",
+	};
+	return (unsigned)k < PAR_COMM_NKINDS ? names[k] : "?";
+}
+
+/* The kind of communication a stream carries (train-int.h's streams). */
+static enum par_comm_kind stream_kind(unsigned stream)
+{
+	switch (stream) {
+	case STREAM_TP: return PAR_COMM_TP;
+	case STREAM_GRAD: case STREAM_PARAM: return PAR_COMM_DP;
+	case STREAM_CP_SEND: case STREAM_CP_RECV: return PAR_COMM_CP;
+	case STREAM_HOST: return PAR_COMM_HOST;
+	default: return PAR_COMM_PP;
+	}
+}
+
 /* ---- running ------------------------------------------------------------------------ */
 
 /* Model FLOPs a step's hardware runs per token, recomputation included. */
@@ -83,6 +105,10 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 	r->breakdown.compute_s = sim_ps_to_s(st->compute_ps) / steps;
 	r->breakdown.exposed_comm_s = sim_ps_to_s(st->exposed_comm_ps) / steps;
 	r->breakdown.interference_s = sim_ps_to_s(st->interference_ps) / steps;
+	const sim_ps *by = sim_rank_exposed_by_stream(sim, crit);
+	for (unsigned k = 0; by && k < SIM_MAX_STREAMS; k++)
+		if (k != SIM_STREAM_COMPUTE)
+			r->breakdown.exposed_by[stream_kind(k)] += sim_ps_to_s(by[k]) / steps;
 	/* The bubble: the critical rank's idle time from the start of the (last)
 	 * step to its last backward kernel, the pipeline phase (SPEC C22). */
 	if (t->layout->pp > 1 && st->mark_ps > last->t0) {
@@ -175,6 +201,7 @@ int par_train_simulate(struct par_step *s, struct par_report *out, char *err, si
 		return -1;
 	struct sim *sim = sim_new(&t->sim, n, topo_sim_ops(), topo);
 	topo_attach(topo, sim);
+	sim_track_exposed_by_stream(sim);
 	if (t->rec)
 		sim_set_recorder(sim, t->rec, t->rec_ctx);
 	struct par_placed p;

@@ -76,6 +76,17 @@ struct par_memory {
 	bool fits;
 };
 
+/* Exposed communication by kind, from the streams it ran on. */
+enum par_comm_kind {
+	PAR_COMM_TP,      /* tensor-parallel collectives and expert all-to-alls */
+	PAR_COMM_DP,      /* gradient reductions and parameter gathers           */
+	PAR_COMM_PP,      /* pipeline sends and receives                         */
+	PAR_COMM_CP,      /* context-parallel K/V exchanges and all-to-alls       */
+	PAR_COMM_HOST,    /* host copies (offload)                               */
+	PAR_COMM_NKINDS
+};
+const char *par_comm_kind_name(enum par_comm_kind k);
+
 struct par_report {
 	const char *strategy;             /* ddp, zero1, zero2, zero3, fsdp  */
 	uint32_t gpus, dp, micro_batches;
@@ -90,6 +101,8 @@ struct par_report {
 		double interference_s;    /* of compute_s: added by the
 					   * communication beside it
 					   * (compute.interference)  */
+		double exposed_by[PAR_COMM_NKINDS];  /* exposed_comm_s by
+					   * kind: they sum to it    */
 	} breakdown;
 	struct {                          /* mixture of experts              */
 		double imbalance;         /* busiest EP rank's load / even, mean over layers */

@@ -22,8 +22,9 @@ static void figures_of(const struct par_report *r, struct scn_plan_figures *f)
 		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
 		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
 		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
-		.idle_s = r->breakdown.idle_s,
+		.idle_s = r->breakdown.idle_s, .interference_s = r->breakdown.interference_s,
 	};
+	memcpy(f->exposed_by, r->breakdown.exposed_by, sizeof(f->exposed_by));
 }
 
 void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
@@ -52,7 +53,7 @@ enum plan_end { PLAN_OK, PLAN_NOFIT, PLAN_REFUSED, PLAN_CRASHED };
 /* Simulate one candidate: the scenario with its layout; how it ended, and
  * why in `why` when not PLAN_OK. */
 static enum plan_end simulate(const struct scn *base, const struct par_compute_model *cm,
-			     const struct par_candidate *c, enum sim_fidelity f,
+			     const struct par_candidate *c, enum sim_fidelity f, int collapse,
 			     struct scn_plan_figures *fig, char *why, size_t whylen)
 {
 	struct par_report rep, *r = &rep;
@@ -61,9 +62,9 @@ static enum plan_end simulate(const struct scn *base, const struct par_compute_m
 	s.parallel = c->layout;
 	s.training.micro_batch = c->micro_batch;
 	s.training.recompute = c->recompute;
-	/* Analytic fidelity: one data-parallel replica stands for the others
-	 * where they behave alike, exact there (sim.symmetry dp). */
-	if (f == SIM_FIDELITY_ANALYTIC && !scn_plan_collapse_blocker(base))
+	/* One data-parallel replica stands for the others where they behave
+	 * alike (sim.symmetry dp). */
+	if (collapse && !scn_plan_collapse_blocker(base))
 		s.sim.symmetry = 1;
 	if (scn_validate(&s, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "%s", err);
@@ -118,6 +119,7 @@ struct plan_task {
 	uint32_t i;
 	uint32_t est_rank;        /* for the crash test hook (pool.h)    */
 	enum sim_fidelity f;
+	int collapse;             /* sim.symmetry dp where it can         */
 	struct par_candidate c;
 };
 
@@ -142,7 +144,7 @@ static void serve_layout(void *ctx, const void *task, void *buf)
 	 * from the scenario. */
 	memcpy(t.c.layout.algo, ps->s->parallel.algo, sizeof(t.c.layout.algo));
 	o->i = t.i;
-	o->end = simulate(ps->s, ps->cm, &t.c, t.f, &o->r, o->why, sizeof(o->why));
+	o->end = simulate(ps->s, ps->cm, &t.c, t.f, t.collapse, &o->r, o->why, sizeof(o->why));
 }
 
 /* A layout whose worker died. */
@@ -182,14 +184,14 @@ static struct pool_job plan_job(struct plan_serve *ps)
  * be started for, is PLAN_CRASHED with the reason.
  */
 static void simulate_all(const struct scn *s, const struct par_compute_model *cm,
-			const struct scn_plan_layout *v, size_t n, enum sim_fidelity f, long long jobs,
-			const struct scn_plan_hooks *hooks, struct outcome *out)
+			const struct scn_plan_layout *v, size_t n, enum sim_fidelity f, int collapse,
+			long long jobs, const struct scn_plan_hooks *hooks, struct outcome *out)
 {
 	memset(out, 0, n * sizeof(*out));
 	struct plan_task *tasks = xcalloc(n ? n : 1, sizeof(*tasks));
 	for (size_t i = 0; i < n; i++) {
 		tasks[i] = (struct plan_task){ .i = (uint32_t)i, .est_rank = v[i].est_rank, .f = f,
-					       .c = v[i].c };
+					       .collapse = collapse, .c = v[i].c };
 		out[i].end = PLAN_CRASHED;
 		snprintf(out[i].why, sizeof(out[i].why), "not simulated: no worker could be started");
 	}
@@ -243,24 +245,27 @@ void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm)
 }
 
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
-			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
-			 struct scn_plan_layout *v, const struct scn_plan_hooks *hooks,
-			 struct scn_plan_fails *fails)
+			 const struct par_candidate *cands, size_t m,
+			 const struct scn_plan_run *run, struct scn_plan_layout *v,
+			 const struct scn_plan_hooks *hooks, struct scn_plan_fails *fails)
 {
+	size_t top = run->top;
+	int jobs = run->jobs;
 	static const struct scn_plan_hooks none;
 	if (!hooks)
 		hooks = &none;
 	struct outcome *o = xcalloc(m ? m : 1, sizeof(*o));
 	*fails = (struct scn_plan_fails){ 0 };
 	for (size_t i = 0; i < m; i++)
-		v[i] = (struct scn_plan_layout){ .c = cands[i], .est_rank = (uint32_t)i + 1,
-						 .flow_s = NAN };
+		v[i] = (struct scn_plan_layout){ .c = cands[i], .flow_s = NAN,
+						 .est_rank = cands[i].rank ? cands[i].rank
+									   : (uint32_t)i + 1 };
 	/* Failures: simulations refused or whose worker died (not those that
 	 * did not fit after all). */
-	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, jobs, hooks, o);
+	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, 1, jobs, hooks, o);
 	for (size_t i = 0; i < m; i++) {
 		if ((v[i].sim_s = o[i].end == PLAN_OK ? o[i].r.step_time_s : NAN), o[i].end == PLAN_OK)
-			v[i].r = o[i].r;
+			v[i].r = v[i].ra = o[i].r;
 		else
 			fails->analytic++, fails->failures += o[i].end != PLAN_NOFIT,
 				v[i].why = xstrdup(o[i].why), say_failed(hooks, &v[i].c, "analytic", o[i].why);
@@ -269,7 +274,7 @@ size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm
 	size_t nflow = 0;
 	while (nflow < m && nflow < top && !isnan(v[nflow].sim_s))
 		nflow++;
-	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, jobs, hooks, o);
+	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, !run->exact_flow, jobs, hooks, o);
 	for (size_t i = 0; i < nflow; i++) {
 		if (o[i].end == PLAN_OK)
 			v[i].flow_s = o[i].r.step_time_s, v[i].r = o[i].r;

@@ -15,10 +15,12 @@
 #ifndef SCENARIOS_PLAN_SIM_H
 #define SCENARIOS_PLAN_SIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "parallel/plan.h"
+#include "parallel/train.h"
 
 struct scn;
 struct par_compute_model;
@@ -28,6 +30,8 @@ struct par_compute_model;
 struct scn_plan_figures {
 	double step_time_s, tokens_per_s, mfu, peak_bytes;
 	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
+	double interference_s;    /* of compute_s: communication beside it */
+	double exposed_by[PAR_COMM_NKINDS];   /* exposed_comm_s by kind */
 };
 
 /* A candidate with its simulated figures. */
@@ -36,6 +40,7 @@ struct scn_plan_layout {
 	uint32_t est_rank;          /* place by the estimate, from 1          */
 	double sim_s, flow_s;       /* analytic and flow step times (or NAN) */
 	struct scn_plan_figures r;  /* the flow report's, else the analytic's */
+	struct scn_plan_figures ra; /* the analytic report's                */
 	char *why, *flow_why;       /* why a simulation failed (malloc'd), or NULL */
 };
 
@@ -63,10 +68,17 @@ struct scn_plan_hooks {
  * (those whose flow run failed after them). v[0..m) gets the ranking; the
  * number simulated in flow is returned. scn_plan_free frees v's strings.
  */
+struct scn_plan_run {
+	size_t top;               /* the best of the analytic ranking to run in flow */
+	int jobs;                 /* worker processes                       */
+	bool exact_flow;          /* flow runs simulate every rank; else, where
+				   * scn_plan_collapse_blocker allows, one
+				   * data-parallel replica for all          */
+};
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
-			 const struct par_candidate *cands, size_t m, size_t top, int jobs,
-			 struct scn_plan_layout *v, const struct scn_plan_hooks *hooks,
-			 struct scn_plan_fails *fails);
+			 const struct par_candidate *cands, size_t m,
+			 const struct scn_plan_run *run, struct scn_plan_layout *v,
+			 const struct scn_plan_hooks *hooks, struct scn_plan_fails *fails);
 void scn_plan_free(struct scn_plan_layout *v, size_t m);
 
 /* An MPI rank other than 0: simulate the layouts rank 0 hands out, until
@@ -86,10 +98,11 @@ struct scn_plan_order {
 void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_order *o);
 
 /*
- * Analytic simulations are symmetry-collapsed (sim.symmetry dp: one
- * data-parallel replica simulated for all), which is exact in analytic
- * fidelity where the replicas behave alike; where they do not, why (and
- * the plan simulates every rank): NULL when they do.
+ * Simulations are symmetry-collapsed (sim.symmetry dp: one data-parallel
+ * replica simulated for all; in flow fidelity unless exact_flow), where
+ * the replicas behave alike; where they do not, why (and the plan
+ * simulates every rank): NULL when they do. docs/plan.md says how far the
+ * collapsed step is from the exact one.
  */
 const char *scn_plan_collapse_blocker(const struct scn *s);
 

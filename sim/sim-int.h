@@ -200,6 +200,8 @@ struct sim_membership {
 };
 
 struct sim {
+	sim_ps *exposed_by;          /* nranks x SIM_MAX_STREAMS, or NULL:
+				      * sim_track_exposed_by_stream */
 	struct sim_config cfg;
 	sim_ps now;
 	uint64_t events;

@@ -134,6 +134,7 @@ void sim_free(struct sim *sim)
 		}
 	}
 	free(sim->stale);
+	free(sim->exposed_by);
 	while (sim->host_free) {
 		struct host_wake *w = sim->host_free;
 		sim->host_free = w->next_free;
@@ -967,6 +968,31 @@ static uint32_t membership_of(struct sim *sim, uint32_t rank, uint32_t group)
 
 /* ---- ranks and streams --------------------------------------------------- */
 
+/* Share dt of exposed time among the busy communication streams. */
+static void exposed_split(struct sim *sim, const struct sim_rank *r, sim_ps dt)
+{
+	sim_ps *by = sim->exposed_by + (size_t)(r - sim->ranks) * SIM_MAX_STREAMS;
+	unsigned n = (unsigned)__builtin_popcount(r->counted);
+	sim_ps share = dt / n, left = dt - share * n;
+	for (uint16_t c = r->counted; c; c &= (uint16_t)(c - 1)) {
+		by[__builtin_ctz(c)] += share + (left ? 1 : 0);
+		if (left)
+			left--;
+	}
+}
+
+void sim_track_exposed_by_stream(struct sim *sim)
+{
+	if (!sim->exposed_by)
+		sim->exposed_by = xcalloc((size_t)sim->nranks * SIM_MAX_STREAMS, sizeof(sim_ps));
+}
+
+const sim_ps *sim_rank_exposed_by_stream(const struct sim *sim, uint32_t rank)
+{
+	BUG_ON(rank >= sim->nranks);
+	return sim->exposed_by ? sim->exposed_by + (size_t)rank * SIM_MAX_STREAMS : NULL;
+}
+
 /*
  * Account the time since the rank's last change of state: compute if the
  * compute stream is busy, exposed communication if only communication is.
@@ -977,8 +1003,11 @@ static void rank_account(struct sim *sim, struct sim_rank *r)
 	sim_ps dt = sim->now - r->since;
 	if (r->busy & (1u << SIM_STREAM_COMPUTE))
 		r->compute_ps += dt;
-	else if (r->counted)
+	else if (r->counted) {
 		r->exposed_ps += dt;
+		if (sim->exposed_by && dt)
+			exposed_split(sim, r, dt);
+	}
 	r->since = sim->now;
 }
 

@@ -519,6 +519,17 @@ struct sim_rank_stats {
 const struct sim_rank_stats *sim_rank_stats(const struct sim *sim, uint32_t rank);
 
 /*
+ * Exposed communication by stream: once asked for (before any rank
+ * starts), each stretch of a rank's exposed time is shared among the
+ * communication streams busy then, equally (the picoseconds a share leaves
+ * over to the lowest streams), so a rank's streams sum to its
+ * exposed_comm_ps exactly. SIM_MAX_STREAMS values of the rank, or NULL if
+ * not tracked.
+ */
+void sim_track_exposed_by_stream(struct sim *sim);
+const sim_ps *sim_rank_exposed_by_stream(const struct sim *sim, uint32_t rank);
+
+/*
  * Run until no event is left. Returns 0, or -1 if the programs could not
  * finish (an invalid collective, a deadlock): sim_error() says why.
  */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "parallel/plan.h"
+#include "parallel/schedule.h"
 #include "scenarios/plan_sim.h"
 #include "scenarios/scenario.h"
 #include "sim/mpi_pool.h"
@@ -34,6 +35,12 @@ static const struct cli_opt plan_opts[] = {
 	{ "exclude", 0, CLI_LIST, "KEY=V", NULL, "drop the layouts with KEY at V (e.g. zero=3, pp=1)" },
 	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to simulate in flow fidelity" },
 	{ "show", 0, CLI_COUNT, "N", "10", "rows of the ranking to print" },
+	{ "compare", 0, CLI_STR, "LAYOUT", NULL,
+	  "simulate this layout beside the winner and explain the difference: KEY=V[,KEY=V...] "
+	  "over the scenario's own layout (keys as --fix), or 'scenario' for it as written" },
+	{ "exact-flow", 0, CLI_FLAG, NULL, NULL,
+	  "simulate every rank in the flow runs (minutes at 1,024 GPUs), not one data-parallel "
+	  "replica for all" },
 	{ "analytic", 0, CLI_COUNT, "N", "16384 / GPUs, 16 to 256",
 	  "best estimates to simulate in analytic fidelity" },
 	{ "objective", 0, CLI_STR, "GOAL", "step_time", "step_time, mfu or tokens_per_s" },
@@ -114,7 +121,8 @@ static void print_table(const struct scn_plan_layout *v, size_t n, size_t show)
 }
 
 static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total, size_t fits,
-		       const uint64_t dropped[], double per_s, double wall, const char *blocker)
+		       const uint64_t dropped[], double per_s, double wall, const char *blocker,
+		       size_t compare_at)
 {
 	struct scn_plan_order o;
 	scn_plan_order(v, n, &o);
@@ -128,6 +136,8 @@ static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total
 		cli_json_str(stdout, blocker);
 		printf(",");
 	}
+	if (compare_at < n)
+		printf("\"compare\":%zu,", compare_at);
 	if (isnan(o.rho))
 		printf("\"spearman_rho\":null,\"layouts\":[");
 	else
@@ -154,10 +164,21 @@ static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total
 			cli_json_str(stdout, v[i].flow_why);
 			printf(",");
 		}
-		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"bubble_s\":%.9g,"
-		       "\"exposed_comm_s\":%.9g,\"estimate_rank\":%u}", v[i].r.mfu, v[i].r.tokens_per_s,
-		       v[i].r.peak_bytes, v[i].r.bubble_s, v[i].r.exposed_comm_s,
-		       v[i].est_rank);
+		const struct scn_plan_figures *f = &v[i].r;
+		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"compute_s\":%.9g,"
+		       "\"interference_s\":%.9g,\"bubble_s\":%.9g,\"exposed_comm_s\":%.9g,"
+		       "\"idle_s\":%.9g,\"exposed_by\":{", f->mfu, f->tokens_per_s, f->peak_bytes,
+		       f->compute_s, f->interference_s, f->bubble_s, f->exposed_comm_s, f->idle_s);
+		static const char *const kinds[PAR_COMM_NKINDS] = {
+			"tensor_parallel", "data_parallel", "pipeline", "context_parallel", "host",
+		};
+		for (unsigned k = 0; k < PAR_COMM_NKINDS; k++)
+			printf("%s\"%s\":%.9g", k ? "," : "", kinds[k], f->exposed_by[k]);
+		printf("},\"families\":[");
+		for (unsigned k = 0, first = 1; k < PAR_PLAN_NFAMILIES; k++)
+			if (par_plan_in_family(k, &v[i].c) && (k != 6 || l->ep > 1))
+				printf("%s\"%s\"", first ? "" : ",", par_plan_family_name(k)), first = 0;
+		printf("],\"estimate_rank\":%u}", v[i].est_rank);
 	}
 	printf("]}\n");
 }
@@ -250,6 +271,157 @@ static int check_rules(struct cli_args *a, const struct par_plan_rule *r, size_t
 	return 0;
 }
 
+/*
+ * The layout of --compare: the scenario's own (its parallel section, micro-
+ * batch and recomputation) with the keys given over it; dp follows the
+ * others unless given, and the schedule the chunks (interleaved with vpp
+ * above 1, as the plan's own layouts).
+ */
+static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus,
+			  struct par_candidate *c)
+{
+	const char *text = cli_str(a, "compare", "scenario");
+	*c = (struct par_candidate){ .layout = s->parallel, .micro_batch = s->training.micro_batch,
+				     .recompute = s->training.recompute };
+	int dp_given = 0;
+	if (strcmp(text, "scenario")) {
+		char buf[512];
+		snprintf(buf, sizeof(buf), "%s", text);
+		for (char *save, *tok = strtok_r(buf, ", ", &save); tok;
+		     tok = strtok_r(NULL, ", ", &save)) {
+			struct par_plan_rule r;
+			char err[256];
+			if (par_plan_rule_parse(tok, false, &r, err, sizeof(err)) < 0)
+				return cli_error(a, CLI_BADINPUT, "option --compare: %s",
+						 strstr(err, ": ") ? strstr(err, ": ") + 2 : err);
+			par_plan_key_set(c, r.key, r.value);
+			dp_given |= r.key == PAR_PK_DP;
+			if (r.key == PAR_PK_ZERO)
+				c->layout.strategy = 0, c->layout.fsdp.enabled = false;
+		}
+	}
+	struct par_layout *l = &c->layout;
+	uint64_t mp = (uint64_t)l->tp * l->cp * l->pp;
+	if (!dp_given && mp && gpus % mp == 0)
+		l->dp = (uint32_t)(gpus / mp);
+	int inter = par_schedule_find("interleaved"), f1b1 = par_schedule_find("1f1b");
+	if (l->vpp > 1)
+		l->schedule = (uint32_t)inter;
+	else if (l->schedule == (uint32_t)inter)
+		l->schedule = (uint32_t)f1b1;
+	return 0;
+}
+
+/* Where v holds the layout c, or n. */
+static size_t find_layout(const struct scn_plan_layout *v, size_t n, const struct par_candidate *c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (par_plan_same_layout(&v[i].c, c))
+			return i;
+	return n;
+}
+
+/* A simulated layout's step time: flow where it ran in flow. */
+static double best_s(const struct scn_plan_layout *x)
+{
+	return isnan(x->flow_s) ? x->sim_s : x->flow_s;
+}
+
+/* The term that separates layout y from the winner x most. */
+static const char *separating_term(const struct scn_plan_figures *x, const struct scn_plan_figures *y,
+				   double *by)
+{
+	struct { const char *name; double d; } t[] = {
+		{ "compute", y->compute_s - x->compute_s },
+		{ "exposed communication", y->exposed_comm_s - x->exposed_comm_s },
+		{ "pipeline bubble", y->bubble_s - x->bubble_s },
+		{ "other idle time", y->idle_s - x->idle_s },
+	};
+	size_t k = 0;
+	for (size_t i = 1; i < ARRAY_SIZE(t); i++)
+		if (t[i].d > t[k].d)
+			k = i;
+	*by = t[k].d;
+	return t[k].name;
+}
+
+/* "Why not": the best simulated layout of each family beside the winner. */
+static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
+{
+	printf("\nWhy not another family? The best simulated layout of each:\n");
+	printf("%-22s %-48s %10s %8s  %s\n", "family", "layout", "step(s)", "vs #1",
+	       "what separates it from #1 (critical rank)");
+	for (unsigned f = 0; f < PAR_PLAN_NFAMILIES; f++) {
+		if (f == 6 && !moe)
+			continue;
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (!isnan(v[i].sim_s) && par_plan_in_family(f, &v[i].c) &&
+			    (best == n || best_s(&v[i]) < best_s(&v[best])))
+				best = i;
+		char name[128];
+		if (best == n) {
+			printf("%-22s %-48s\n", par_plan_family_name(f), "(none fits)");
+			continue;
+		}
+		scn_plan_layout_name(&v[best].c, name, sizeof(name));
+		if (best == 0) {
+			printf("%-22s %-48s %10.4f %8s  the winner\n", par_plan_family_name(f), name,
+			       best_s(&v[0]), "-");
+			continue;
+		}
+		/* Both in flow fidelity where both ran in it, else both analytic. */
+		double by;
+		int flow = !isnan(v[0].flow_s) && !isnan(v[best].flow_s);
+		double ta = flow ? v[0].flow_s : v[0].sim_s, tb = flow ? v[best].flow_s : v[best].sim_s;
+		const char *term = separating_term(flow ? &v[0].r : &v[0].ra,
+						   flow ? &v[best].r : &v[best].ra, &by);
+		printf("%-22s %-48s %10.4f %+7.1f%%  %s %+.4f s\n", par_plan_family_name(f), name,
+		       tb, 100 * (tb / ta - 1), term, by);
+	}
+}
+
+/* --compare: the user's layout beside the winner, term by term. */
+static void print_compare(const struct scn_plan_layout *v, size_t n, size_t at)
+{
+	char wa[128], wb[128];
+	scn_plan_layout_name(&v[0].c, wa, sizeof(wa));
+	scn_plan_layout_name(&v[at].c, wb, sizeof(wb));
+	printf("\nYour layout (--compare): %s\n", wb);
+	if (isnan(v[at].sim_s)) {
+		printf("  it was not simulated to the end: %s\n", v[at].why ? v[at].why : "?");
+		return;
+	}
+	int flow = !isnan(v[0].flow_s) && !isnan(v[at].flow_s);
+	const struct scn_plan_figures *x = flow ? &v[0].r : &v[0].ra;
+	const struct scn_plan_figures *y = flow ? &v[at].r : &v[at].ra;
+	double ta = flow ? v[0].flow_s : v[0].sim_s, tb = flow ? v[at].flow_s : v[at].sim_s;
+	if (at == 0) {
+		printf("  it is the winner (%.4f s per step).\n", ta);
+		return;
+	}
+	printf("  #%zu of %zu simulated: %.4f s per step against the winner's %.4f s (%s, %s "
+	       "fidelity), %+.1f %%.\n", at + 1, n, tb, ta, wa, flow ? "flow" : "analytic",
+	       100 * (tb / ta - 1));
+	printf("  Yours minus the winner's, on each one's critical rank:\n");
+	printf("    %-34s %+10.4f s (of which interference %+.4f s)\n", "compute",
+	       y->compute_s - x->compute_s, y->interference_s - x->interference_s);
+	printf("    %-34s %+10.4f s\n", "exposed communication", y->exposed_comm_s - x->exposed_comm_s);
+	for (unsigned k = 0; k < PAR_COMM_NKINDS; k++)
+		if (x->exposed_by[k] != 0 || y->exposed_by[k] != 0) {
+			char what[64];
+			snprintf(what, sizeof(what), "  %s", par_comm_kind_name(k));
+			printf("    %-34s %+10.4f s\n", what, y->exposed_by[k] - x->exposed_by[k]);
+		}
+	printf("    %-34s %+10.4f s\n", "pipeline bubble", y->bubble_s - x->bubble_s);
+	printf("    %-34s %+10.4f s\n", "other idle time", y->idle_s - x->idle_s);
+	double sum = (y->compute_s + y->exposed_comm_s + y->bubble_s + y->idle_s) -
+		     (x->compute_s + x->exposed_comm_s + x->bubble_s + x->idle_s);
+	printf("    %-34s %+10.4f s (the step times differ by %+.4f s)\n", "total", sum, tb - ta);
+	printf("  Memory: yours peaks at %.1f GB per GPU, the winner at %.1f GB.\n",
+	       y->peak_bytes / 1e9, x->peak_bytes / 1e9);
+}
+
 static int plan_run(struct cli_args *a)
 {
 	if (a->npos != 1 || !cli_has(a, "gpus"))
@@ -309,12 +481,31 @@ static int plan_run(struct cli_args *a)
 	uint64_t dropped[PAR_DROP_NCAUSES], total;
 	size_t n = par_plan(pl, &cands, dropped, &total);
 	double screened = now_s() - t0;
-	par_planner_free(pl);
-	if (check_rules(a, rules, nrules)) {
+	struct par_candidate cmp;
+	int comparing = cli_has(a, "compare");
+	if (check_rules(a, rules, nrules) ||
+	    (comparing && compare_layout(a, &s, (uint32_t)gpus, &cmp))) {
+		par_planner_free(pl);
 		par_compute_model_free(cm);
 		free(cands);
 		return CLI_BADINPUT;
 	}
+	if (comparing) {
+		char why[512];
+		if (par_plan_check(pl, &cmp, why, sizeof(why)) < 0) {
+			par_planner_free(pl);
+			par_compute_model_free(cm);
+			free(cands);
+			return cli_error(a, CLI_BADINPUT, "option --compare: the layout cannot run: %s",
+					 why);
+		}
+		par_plan_estimate(pl, &cmp);   /* the estimate, fitting or not */
+		cmp.rank = 0;
+		for (size_t i = 0; i < n && !cmp.rank; i++)
+			if (par_plan_same_layout(&cands[i], &cmp))
+				cmp.rank = cands[i].rank;
+	}
+	par_planner_free(pl);
 	char held[64] = "";
 	if (nrules)
 		snprintf(held, sizeof(held), ", %llu held out by --fix and --exclude",
@@ -327,18 +518,41 @@ static int plan_run(struct cli_args *a)
 				 (unsigned long long)dropped[PAR_DROP_INVALID],
 				 (unsigned long long)dropped[PAR_DROP_MEMORY], held);
 	}
-	size_t m = n < (size_t)nsim ? n : (size_t)nsim;
+	/* The simulated set: the best estimates, the best estimate of each
+	 * family not among them ("why not"), and the layout of --compare. */
+	size_t m = n < (size_t)nsim ? n : (size_t)nsim, nsel = m;
+	struct par_candidate *sel = xcalloc(m + PAR_PLAN_NFAMILIES + 1, sizeof(*sel));
+	memcpy(sel, cands, m * sizeof(*sel));
+	for (unsigned f = 0; f < PAR_PLAN_NFAMILIES; f++) {
+		size_t i = 0;
+		while (i < n && !par_plan_in_family(f, &cands[i]))
+			i++;
+		int have = i >= n;
+		for (size_t j = 0; j < nsel && !have; j++)
+			have = par_plan_same_layout(&sel[j], &cands[i]);
+		if (!have)
+			sel[nsel++] = cands[i];
+	}
+	int cmp_have = 0;
+	for (size_t j = 0; comparing && j < nsel && !cmp_have; j++)
+		cmp_have = par_plan_same_layout(&sel[j], &cmp);
+	if (comparing && !cmp_have)
+		sel[nsel++] = cmp;
+	m = nsel;
 	struct scn_plan_layout *v = xcalloc(m, sizeof(*v));
 	struct scn_plan_fails fails;
 	struct progress pr = { .tty = isatty(2), .screened = (size_t)total };
 	const struct scn_plan_hooks hooks = { .failed = failed, .progress = progress, .ctx = &pr };
-	size_t nflow = scn_plan_simulate(&s, cm, cands, m, (size_t)top, (int)jobs, v, &hooks,
-					 &fails);
+	const struct scn_plan_run run = { .top = (size_t)top, .jobs = (int)jobs,
+					  .exact_flow = cli_has(a, "exact-flow") };
+	size_t nflow = scn_plan_simulate(&s, cm, sel, m, &run, v, &hooks, &fails);
+	free(sel);
 	size_t afail = fails.analytic, ffail = fails.flow, failures = fails.failures;
 	double wall = now_s() - t0, per_s = screened > 0 ? total / screened : 0;
 	const char *blocker = scn_plan_collapse_blocker(&s);
 	if (cli_has(a, "json"))
-		print_json(v, m, total, n, dropped, per_s, wall, blocker);
+		print_json(v, m, total, n, dropped, per_s, wall, blocker,
+			   comparing ? find_layout(v, m, &cmp) : m);
 	else {
 		char af[32] = "", ff[32] = "";
 		if (afail)
@@ -347,11 +561,11 @@ static int plan_run(struct cli_args *a)
 			snprintf(ff, sizeof(ff), " (%zu failed)", ffail);
 		printf("clustersim plan: %s on %lld GPUs: %llu layouts, %zu valid and fitting "
 		       "(%llu invalid, %llu out of memory%s), screened at %.0f per second; "
-		       "%zu simulated in analytic fidelity%s%s, %zu in flow%s\n\n", a->pos[0], gpus,
+		       "%zu simulated in analytic fidelity%s%s, %zu in flow%s%s\n\n", a->pos[0], gpus,
 		       (unsigned long long)total, n, (unsigned long long)dropped[PAR_DROP_INVALID],
 		       (unsigned long long)dropped[PAR_DROP_MEMORY], held, per_s, m,
 		       blocker ? "" : " (symmetry-collapsed: one data-parallel replica for all)", af,
-		       nflow, ff);
+		       nflow, ff, blocker || run.exact_flow ? " (every rank)" : " (collapsed)");
 		print_table(v, m, (size_t)show);
 		struct scn_plan_order o;
 		scn_plan_order(v, m, &o);
@@ -363,6 +577,9 @@ static int plan_run(struct cli_args *a)
 			       blocker);
 		if (m > 1 && !isnan(v[1].sim_s))
 			why(&v[0], &v[1], goal);
+		print_families(v, m, s.model.moe.experts > 0);
+		if (comparing)
+			print_compare(v, m, find_layout(v, m, &cmp));
 	}
 	disagreement(v, m);
 	scn_plan_free(v, m);

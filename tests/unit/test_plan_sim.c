@@ -55,7 +55,8 @@ static size_t plan(struct scn_plan_layout *v, size_t m, size_t top, struct seen 
 	par_planner_free(pl);
 	ck_assert_uint_ge(n, m);
 	const struct scn_plan_hooks hooks = { .failed = failed, .ctx = seen };
-	size_t nflow = scn_plan_simulate(&s, cm, cands, m, top, 2, v, &hooks, f);
+	const struct scn_plan_run run = { .top = top, .jobs = 2 };
+	size_t nflow = scn_plan_simulate(&s, cm, cands, m, &run, v, &hooks, f);
 	free(cands);
 	par_compute_model_free(cm);
 	return nflow;
