@@ -12,6 +12,33 @@
 
 /* ---- memory ------------------------------------------------------------------ */
 
+/* scenarios/calibration/h200/memory.csv (tools/measure_memory.py, H200,
+ * PyTorch 2.11, CUDA 13.0, NCCL 2.28.9, expandable segments): the context
+ * after the first tensor plus the growth at the first bf16 matmul and the
+ * first causal attention; a one-rank communicator's growth at its first
+ * all-reduce (the buffers NCCL adds per peer and channel need two GPUs to
+ * measure and are not counted); the largest slack over five shapes. */
+const double par_reserve_context_B = 6.48872e+08 + 6.9206e+07 + 8.38861e+06;
+const double par_reserve_nccl_B = 5.85105e+08;
+const double par_reserve_slack = 0.0324793;
+
+void par_memory_reserve(const struct topo_config *cl, const struct par_dims *d, bool moe,
+			double peak, struct par_reserve *out)
+{
+	*out = (struct par_reserve){ 0 };
+	if (cl->memory_reserve_set) {
+		out->total = cl->memory_reserve_B, out->set = true;
+		return;
+	}
+	uint32_t dpn = d->dp * d->cp, ep = d->ep ? d->ep : 1;
+	out->communicators = (d->tp > 1) + (d->cp > 1) + (d->pp > 1) + (dpn > 1) +
+			     (moe && ep > 1) + (moe && dpn / ep > 1);
+	out->context = par_reserve_context_B;
+	out->nccl = out->communicators * par_reserve_nccl_B;
+	out->slack = par_reserve_slack * peak;
+	out->total = out->context + out->nccl + out->slack;
+}
+
 void par_b_static_memory(const struct builder *b, double bytes[PAR_MEM_NCATS])
 {
 	b->dp->memory(b, bytes);
@@ -40,7 +67,9 @@ static void memory_peak(const struct par_step *s, const double held[PAR_MEM_NCAT
 		}
 	}
 	out->capacity = topo_gpu_find(s->t->cluster->gpu)->mem_bytes;
-	out->fits = out->peak <= out->capacity;
+	par_memory_reserve(s->t->cluster, &s->d, s->t->model->moe.experts > 0, out->peak,
+			   &out->reserve);
+	out->fits = out->peak + out->reserve.total <= out->capacity;
 }
 
 static void report_static(const struct par_step *s, struct par_report *r)
@@ -51,7 +80,7 @@ static void report_static(const struct par_step *s, struct par_report *r)
 	r->gpus = s->gpus;
 	r->micro_batches = s->micro_batches;
 	r->params = par_model_params(t->model);
-	r->flops_per_token = par_flops_per_token(t->model, t->training->seq);
+	r->flops_per_token = par_flops_per_token_causal(t->model, t->training->seq);
 	r->strategy = s->strategy->name;
 }
 

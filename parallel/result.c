@@ -43,9 +43,9 @@ const struct par_result_field par_result_fields[] = {
 	F("tokens_per_s", NULL, NULL, "tokens/s", "%.9g", "tokens_per_s", DOUBLE, tokens_per_s,
 	  STEP, NULLS, "tokens trained per second"),
 	F("mfu", NULL, NULL, "1", "%.6g", "mfu", DOUBLE, mfu, STEP, NULLS,
-	  "model FLOPs utilisation (SPEC C15)"),
+	  "model FLOPs utilisation, the causal mask counted (flops_per_token)"),
 	F("hfu", NULL, NULL, "1", "%.6g", "hfu", DOUBLE, hfu, STEP, NULLS,
-	  "hardware FLOPs utilisation (recomputation counted)"),
+	  "hardware FLOPs utilisation (recomputation counted, the causal mask too)"),
 	F("steps", NULL, NULL, "1", NULL, NULL, U32, steps, STEPS, FITS, "steps simulated"),
 	F("step_time_p50_s", NULL, NULL, "s", "%.9g", NULL, DOUBLE, step_p50_s, STEPS, FITS,
 	  "median step"),
@@ -99,8 +99,11 @@ const struct par_result_field par_result_fields[] = {
 	  MEMORY, 0, "peak of the busiest GPU"),
 	F("memory.capacity", "memory", "capacity", "B", "%.17g", "capacity_bytes", DOUBLE,
 	  memory.capacity, MEMORY, 0, "memory of one GPU"),
+	F("memory.reserve", "memory", "reserve", "B", "%.17g", NULL, DOUBLE,
+	  memory.reserve.total, MEMORY, 0, "memory beyond the tensors: CUDA context, NCCL, the "
+	  "allocator's slack (cluster.memory_reserve)"),
 	F("memory.fits", "memory", "fits", "1", NULL, "fits", BOOL, memory.fits, MEMORY, 0,
-	  "the peak fits in the GPU"),
+	  "the peak and the reserve fit in the GPU"),
 	F("strategy", NULL, NULL, "", NULL, NULL, STRING, strategy, OPTIONS, NOM,
 	  "data-parallel strategy: ddp, zero1, zero2, zero3, fsdp"),
 	F("offload.saved_bytes", "offload", "saved_bytes", "B", "%.17g", NULL, DOUBLE,
@@ -140,7 +143,8 @@ const struct par_result_field par_result_fields[] = {
 	F("params", NULL, NULL, "1", "%.17g", NULL, DOUBLE, params, LAYOUT, 0,
 	  "model parameters"),
 	F("flops_per_token", NULL, NULL, "FLOP", "%.17g", NULL, DOUBLE, flops_per_token, LAYOUT,
-	  0, "6 params + 12 layers hidden seq (SPEC C15)"),
+	  0, "model FLOPs per token, 6 params + 6 layers attention-width seq: SPEC C15 with "
+	  "the causal mask counted"),
 };
 const size_t par_result_nfields = ARRAY_SIZE(par_result_fields);
 

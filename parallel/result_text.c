@@ -28,12 +28,14 @@ void par_result_text(FILE *out, const struct par_result_setting *s, const struct
 	/* The model states are what the rank holds from the start; the
 	 * breakdown is taken at the peak (with ZeRO-3 and FSDP gathered
 	 * parameters and unsharded gradients on top): two different moments. */
-	fprintf(out, "  memory      peak %.2f GB of %.2f GB per GPU: %s; model states %.2f GB held "
-	       "from the start\n             at the peak: ", mem->peak / 1e9, mem->capacity / 1e9,
-	       mem->fits ? "fits" : "OUT OF MEMORY", mem->model_states / 1e9);
+	fprintf(out, "  memory      peak %.2f GB of %.2f GB per GPU with %.2f GB reserved: %s; model "
+	       "states %.2f GB held from the start\n             at the peak: ", mem->peak / 1e9,
+	       mem->capacity / 1e9, mem->reserve.total / 1e9, mem->fits ? "fits" : "OUT OF MEMORY",
+	       mem->model_states / 1e9);
 	for (int c = 0; c < PAR_MEM_NCATS; c++)
 		fprintf(out, "%s%s %.2f GB", c ? ", " : "", par_mem_name(c), mem->bytes[c] / 1e9);
 	fprintf(out, "\n");
+
 	if (s->experts)
 		fprintf(out, "  experts     %u experts, top %u, EP %u: the busiest GPU routes %.3fx the even "
 		       "share (%.1f %% of tokens dropped over capacity), adding %.6f s per step\n",

@@ -57,28 +57,13 @@ static enum par_comm_kind stream_kind(unsigned stream)
 
 /* ---- running ------------------------------------------------------------------------ */
 
-/* Model FLOPs a step's hardware runs per token, recomputation included. */
-static double hardware_flops_per_token(const struct par_train *t, double model)
-{
-	const struct par_model *m = t->model;
-	double attn = 4.0 * m->layers * (double)m->heads * m->head_dim * t->training->seq;
-	switch (t->training->recompute) {
-	case PAR_RECOMPUTE_FULL:      /* the whole forward again: 2Ψ + 4 L h s */
-		return model + model / 3;
-	case PAR_RECOMPUTE_SELECTIVE: /* the attention core again, unless fused */
-		return model + (t->training->flash_attention ? 0 : attn);
-	default:
-		return model;
-	}
-}
-
 void par_report_rates(const struct par_train *t, struct par_report *r)
 {
 	double tokens = (double)t->training->global_batch * t->training->seq;
 	double peak = par_compute_peak(t->compute);
 	r->tokens_per_s = tokens / r->step_time_s;
 	r->mfu = r->tokens_per_s * r->flops_per_token / (r->gpus * peak);
-	r->hfu = r->tokens_per_s * hardware_flops_per_token(t, r->flops_per_token) /
+	r->hfu = r->tokens_per_s * par_hw_flops_per_token_causal(t->model, t->training) /
 		 (r->gpus * peak);
 }
 
@@ -130,7 +115,10 @@ static void report_run(const struct par_train *t, struct sim *sim, sim_ps total,
 				r->memory.bytes[c] = sim_rank_stats(sim, i)->mem_at_peak[c];
 		}
 	r->memory.peak = peak_mem;
-	r->memory.fits = r->memory.peak <= r->memory.capacity;
+	struct par_dims d;
+	par_dims_of(t->layout, n, &d);
+	par_memory_reserve(t->cluster, &d, t->model->moe.experts > 0, peak_mem, &r->memory.reserve);
+	r->memory.fits = r->memory.peak + r->memory.reserve.total <= r->memory.capacity;
 }
 
 /* Percentiles of the steps' times (each step from its start to its end). */

@@ -15,6 +15,7 @@
 
 #include "parallel/compute.h"
 #include "parallel/config.h"
+#include "parallel/layout.h"
 #include "parallel/goodput.h"
 #include "sim/sim.h"
 #include "topology/topo.h"
@@ -67,12 +68,41 @@ struct par_train {
 	int (*finish)(void *ctx, struct sim *sim, struct topo *topo, char *err, size_t errlen);
 };
 
+/* What a GPU's memory holds beyond the tensors (cluster.memory_reserve). */
+struct par_reserve {
+	double context;                   /* CUDA context, library workspaces */
+	double nccl;                      /* the communicators' device state */
+	unsigned communicators;           /* the rank's groups of 2 or more  */
+	double slack;                     /* the caching allocator's, at the
+					   * peak                            */
+	double total;                     /* the sum, or the key's bytes     */
+	bool set;                         /* total is cluster.memory_reserve's */
+};
+
+/*
+ * The reserve of a rank of layout d (experts: moe) whose tensors peak at
+ * `peak` bytes: cluster.memory_reserve where set, else the measurements of
+ * scenarios/calibration/h200/memory.csv (tools/measure_memory.py): the CUDA
+ * context with cuBLAS's and attention's workspaces, one communicator's
+ * device state for each group of two or more ranks the rank belongs to
+ * (TP, CP, PP, DP x CP, EP and expert DP), and the caching allocator's slack
+ * at the peak (expandable segments, as Megatron-LM's and TorchTitan's
+ * recipes run) as a share of the peak.
+ */
+void par_memory_reserve(const struct topo_config *cl, const struct par_dims *d, bool moe,
+			double peak, struct par_reserve *out);
+/* The measurements par_memory_reserve uses (for the test that pins them
+ * to the table). */
+extern const double par_reserve_context_B, par_reserve_nccl_B, par_reserve_slack;
+
 struct par_memory {
 	double bytes[PAR_MEM_NCATS];      /* at the peak of the busiest rank */
 	double model_states;              /* weights + grads + optimizer held
 					   * throughout (sharded by ZeRO/FSDP) */
 	double peak;
 	double capacity;
+	struct par_reserve reserve;       /* beyond the tensors: fits means
+					   * peak + reserve.total <= capacity */
 	bool fits;
 };
 
@@ -92,7 +122,8 @@ struct par_report {
 	uint32_t gpus, dp, micro_batches;
 	double step_time_s;               /* per step, averaged over steps   */
 	double tokens_per_s;
-	double flops_per_token;           /* 6Ψ + 12 L h s (SPEC C15)        */
+	double flops_per_token;           /* 6Ψ + 6 L h s: SPEC C15 with the
+					   * causal mask counted            */
 	double mfu, hfu;
 	double params;
 	struct par_memory memory;

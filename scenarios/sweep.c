@@ -148,8 +148,9 @@ static void simulate_point(const char *path, const char *const *sets, size_t n, 
 		set_reason(r, err);
 	} else if (!rep.memory.fits) {
 		r->status = SCN_SWEEP_NO_FIT;
-		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB of %.2f GB",
-			 rep.memory.peak / 1e9, rep.memory.capacity / 1e9);
+		snprintf(r->reason, sizeof(r->reason), "out of memory: %.2f GB and %.2f GB "
+			 "reserved, of %.2f GB", rep.memory.peak / 1e9,
+			 rep.memory.reserve.total / 1e9, rep.memory.capacity / 1e9);
 	} else if ((rc = par_train_simulate(&st, &rep, err, sizeof(err))) < 0) {
 		r->status = rc == PAR_RUN_CLOCK ? SCN_SWEEP_INVALID : SCN_SWEEP_FAILED;  /* past the clock: refused */
 		set_reason(r, err);

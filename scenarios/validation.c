@@ -289,11 +289,13 @@ int val_run_case(struct validation *v, size_t i, char *err, size_t errlen)
 	} else if (c->metric == VAL_MODEL_STATES) {
 		c->predicted = r.memory.model_states / 1e9;
 		if (!r.memory.fits)
-			snprintf(c->why, sizeof(c->why), "needs %.1f GB of %.1f GB: not run",
-				 r.memory.peak / 1e9, r.memory.capacity / 1e9);
+			snprintf(c->why, sizeof(c->why), "needs %.1f GB and %.1f GB reserved, of "
+				 "%.1f GB: not run", r.memory.peak / 1e9,
+				 r.memory.reserve.total / 1e9, r.memory.capacity / 1e9);
 	} else if (!r.memory.fits) {
-		snprintf(c->why, sizeof(c->why), "does not fit: %.1f GB of %.1f GB",
-			 r.memory.peak / 1e9, r.memory.capacity / 1e9);
+		snprintf(c->why, sizeof(c->why), "does not fit: %.1f GB and %.1f GB reserved, of "
+			 "%.1f GB", r.memory.peak / 1e9, r.memory.reserve.total / 1e9,
+			 r.memory.capacity / 1e9);
 	} else if (par_train_simulate(&st, &r, e, sizeof(e)) < 0) {
 		rc = fail(VAL_FAIL, err, errlen, "case %s: %s: the step could not finish: %s", c->id,
 			       s.path, e);

@@ -212,7 +212,8 @@ static int run_run(struct cli_args *a)
 		}
 		if (!r.memory.fits) {
 			fprintf(stderr, "clustersim run: %s: out of memory: the busiest GPU needs "
-				"%.2f GB, it has %.2f GB\n", s.path, r.memory.peak / 1e9,
+				"%.2f GB and %.2f GB reserved (cluster.memory_reserve), it has %.2f "
+				"GB\n", s.path, r.memory.peak / 1e9, r.memory.reserve.total / 1e9,
 				r.memory.capacity / 1e9);
 			rc = CLI_NOFIT;
 		}
@@ -232,12 +233,15 @@ const struct cli_cmd cli_cmd_run = {
 	.description =
 		"Loads the scenario (docs/scenario.md), applies --set overrides, checks the\n"
 		"layout and whether it fits in GPU memory, then simulates sim.steps steps and\n"
-		"prints the step time, tokens/s, MFU and HFU (SPEC C15), the peak memory of the\n"
-		"busiest GPU with its breakdown, and where the critical rank's time went.\n"
+		"prints the step time, tokens/s, MFU and HFU (SPEC C15's FLOPs with the causal\n"
+		"mask counted: 6 params + 6 layers width seq per token), the peak memory of the\n"
+		"busiest GPU with its breakdown and the memory reserved beyond the tensors\n"
+		"(cluster.memory_reserve), and where the critical rank's time went.\n"
 		"A layout that does not fit is reported with its memory breakdown and exit\n"
 		"code 3, without running. --json prints one object with the keys step_time_s,\n"
 		"tokens_per_s, mfu, hfu, memory {weights, grads, optimizer, activations,\n"
-		"logits, buffers (the breakdown at the peak), peak, capacity, fits,\n"
+		"logits, buffers (the breakdown at the peak), peak, capacity, reserve, fits\n"
+		"(peak + reserve <= capacity),\n"
 		"model_states (weights, gradients and optimizer states held from the start)},\n"
 		"breakdown {compute_s, exposed_comm_s, bubble_s, idle_s, interference_s (of\n"
 		"compute_s, what communication beside it added: compute.interference)} (bytes,\n"

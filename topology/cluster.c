@@ -18,7 +18,8 @@
 
 /* ---- keys ------------------------------------------------------------------- */
 
-enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT, K_FAULTS };
+enum key_type { K_COUNT, K_RATE, K_TIME, K_RATIO, K_GPU, K_TOPOLOGY, K_TEXT, K_FAULTS,
+		K_RESERVE };
 
 struct key_def {
 	const char *name;
@@ -61,6 +62,10 @@ static const struct key_def keys[] = {
 	  "NVLink to another NIC of its node (NCCL's PXN)" },
 	{ "pcie.bandwidth", K_RATE, OFF(pcie_bw_Bps), 0, 0,
 	  "host to GPU bandwidth per direction" },
+	{ "memory_reserve", K_RESERVE, OFF(memory_reserve_B), 0, 0,
+	  "bytes of each GPU's memory that tensors cannot use, or auto: the CUDA context, NCCL's "
+	  "communicators and the allocator's slack as measured on the H200 "
+	  "(docs/calibration.md, \"Memory beyond the tensors\")" },
 };
 
 _Static_assert(sizeof(((struct topo_config *)0)->description) == 128 &&
@@ -70,7 +75,7 @@ _Static_assert(sizeof(((struct topo_config *)0)->description) == 128 &&
 static const char *const key_values[] = {
 	[K_COUNT] = "integer", [K_RATE] = "rate", [K_TIME] = "time",
 	[K_RATIO] = "ratio", [K_GPU] = "name", [K_TOPOLOGY] = "name", [K_TEXT] = "text",
-	[K_FAULTS] = "links",
+	[K_FAULTS] = "links", [K_RESERVE] = "bytes or auto",
 };
 
 size_t topo_key_count(void)
@@ -181,6 +186,22 @@ int topo_config_set(struct topo_config *cfg, const char *key, const char *value,
 		return parse_count(k, value, (uint32_t *)(void *)(base + k->off), err, errlen);
 	case K_RATIO:
 		return parse_ratio(k, value, (double *)(void *)(base + k->off), err, errlen);
+	case K_RESERVE: {
+		if (!strcmp(value, "auto")) {
+			cfg->memory_reserve_set = false, cfg->memory_reserve_B = 0;
+			return 0;
+		}
+		char why[256];
+		double x;
+		if (sim_units_parse(SIM_UNIT_BYTES, value, &x, why, sizeof(why)) < 0)
+			return sim_errf(err, errlen, "cluster.%s: expected auto or bytes (e.g. 4GB): "
+					"%s", k->name, why);
+		if (!(x >= 0))
+			return sim_errf(err, errlen, "cluster.%s: expected 0 bytes or more, got '%s'",
+					k->name, value);
+		cfg->memory_reserve_set = true, cfg->memory_reserve_B = x;
+		return 0;
+	}
 	default:
 		return parse_unit(k, value, (double *)(void *)(base + k->off), err, errlen);
 	}
@@ -376,6 +397,13 @@ void topo_config_json(const struct topo_config *c, char *buf, size_t len)
 	char faults[300];
 	sim_json_escape(c->faults, faults, sizeof(faults));
 	if (n > 1 && (size_t)n < len)  /* reopen the object for the text keys */
-		snprintf(buf + n - 1, len - (size_t)n + 1, ",\"faults\":\"%s\",\"description\":\"%s\","
-			 "\"source\":\"%s\"}", faults, desc, src);
+		n += snprintf(buf + n - 1, len - (size_t)n + 1, ",\"faults\":\"%s\",\"description\":\"%s\","
+			 "\"source\":\"%s\"}", faults, desc, src) - 1;
+	if (n > 1 && (size_t)n < len) {  /* and the reserve: bytes, or "auto" */
+		if (c->memory_reserve_set)
+			snprintf(buf + n - 1, len - (size_t)n + 1, ",\"memory_reserve\":%.17g}",
+				 c->memory_reserve_B);
+		else
+			snprintf(buf + n - 1, len - (size_t)n + 1, ",\"memory_reserve\":\"auto\"}");
+	}
 }

@@ -12,6 +12,7 @@
 #define TOPO_TOPO_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sim/sim.h"
@@ -75,6 +76,11 @@ struct topo_config {
 	uint32_t nodes_per_leaf;  /* nodes under one leaf switch of a rail     */
 	double hop_lat_s;         /* added per switch hop up to and down from the spine */
 	double pcie_bw_Bps;       /* host <-> GPU, per direction               */
+	/* cluster.memory_reserve: bytes of each GPU that tensors cannot use
+	 * (CUDA context, NCCL, the allocator's slack); when not set (auto),
+	 * par_memory_reserve works them out from measurements. */
+	bool memory_reserve_set;
+	double memory_reserve_B;
 	/* Failed and degraded links: "node0.nic3, node1.gpu2.nvlink=0.5" (a
 	 * link alone has failed; =F runs it at F of its bandwidth). */
 	char faults[256];

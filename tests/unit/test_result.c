@@ -171,7 +171,7 @@ START_TEST(test_metrics_rows)
 		"step_time_s", "tokens_per_s", "mfu", "hfu", "gpus", "dp", "micro_batches",
 		"params", "flops_per_token", "compute_s", "exposed_comm_s", "bubble_s", "idle_s",
 		"interference_s", "critical_rank", "memory.peak", "pipeline_s", "busiest_stage", "memory.capacity",
-		"memory.fits", "memory.model_states", "offload.saved_bytes", "moe.imbalance",
+		"memory.reserve", "memory.fits", "memory.model_states", "offload.saved_bytes", "moe.imbalance",
 		"moe.dropped", "moe.imbalance_s", "offload.host_s", "steps", "step_time_p50_s",
 		"step_time_p90_s", "step_time_p99_s", "step_time_min_s", "step_time_max_s",
 		"stragglers.n", "failures.job_mtbf_s", "failures.checkpoint_bytes",
@@ -281,7 +281,7 @@ START_TEST(test_json_known)
 		"\"goodput\":0,\"interruptions\":0,\"useful_s\":0},\"stragglers\":[3,7],"
 		"\"memory\":{\"weights\":1000000000,\"grads\":0,\"optimizer\":0,\"activations\":0,"
 		"\"logits\":0,\"buffers\":0,\"model_states\":2000000000,\"peak\":3000000000,"
-		"\"capacity\":80000000000,\"fits\":true},\"strategy\":\"zero1\","
+		"\"capacity\":80000000000,\"reserve\":0,\"fits\":true},\"strategy\":\"zero1\","
 		"\"offload\":{\"saved_bytes\":0,\"host_s\":0},\"moe\":{\"imbalance\":0,"
 		"\"dropped\":0,\"imbalance_s\":0},\"breakdown\":{\"compute_s\":1,"
 		"\"exposed_comm_s\":0.25,\"bubble_s\":0.125,\"idle_s\":0.125,\"interference_s\":0},"
@@ -309,7 +309,7 @@ START_TEST(test_json_unfit)
 		"\"interruptions\":0,\"useful_s\":0},\"stragglers\":[],"
 		"\"memory\":{\"weights\":1000000000,\"grads\":0,\"optimizer\":0,\"activations\":0,"
 		"\"logits\":0,\"buffers\":0,\"model_states\":2000000000,\"peak\":3000000000,"
-		"\"capacity\":80000000000,\"fits\":false},\"strategy\":\"zero1\","
+		"\"capacity\":80000000000,\"reserve\":0,\"fits\":false},\"strategy\":\"zero1\","
 		"\"offload\":{\"saved_bytes\":0,\"host_s\":0},\"moe\":{\"imbalance\":0,"
 		"\"dropped\":0,\"imbalance_s\":0},\"gpus\":16,\"dp\":8,\"micro_batches\":4,"
 		"\"params\":1300000000.5,\"flops_per_token\":7800000000,\"wall_s\":0.250000}\n");

@@ -52,8 +52,8 @@ static const char known_head[] =
 	"  cluster     16 x H200 (dgx-h200), flow fidelity\n"
 	"  layout      dp 2 (zero1), tp 2, pp 4, cp 1; 4 micro-batches of 1 x 2048 tokens per "
 	"replica\n"
-	"  memory      peak 10.00 GB of 80.00 GB per GPU: fits; model states 6.00 GB held from "
-	"the start\n"
+	"  memory      peak 10.00 GB of 80.00 GB per GPU with 0.00 GB reserved: fits; model "
+	"states 6.00 GB held from the start\n"
 	"             at the peak: weights 1.00 GB, grads 2.00 GB, optimizer 3.00 GB, "
 	"activations 4.00 GB, logits 0.00 GB, buffers 0.00 GB";
 
@@ -92,7 +92,7 @@ START_TEST(test_text_unfit)
 	char *t = TEXT_OF(par_result_text(out, &s, &r));
 	ck_assert_ptr_nonnull(strstr(t, "  model       1.30 B parameters, 24 layers"));
 	ck_assert_ptr_nonnull(strstr(t, "; 1 micro-batch of 1 x 2048 tokens"));
-	ck_assert_ptr_nonnull(strstr(t, "per GPU: OUT OF MEMORY;"));
+	ck_assert_ptr_nonnull(strstr(t, "reserved: OUT OF MEMORY;"));
 	const char *tail = strstr(t, "buffers 0.00 GB\n");
 	ck_assert_ptr_nonnull(tail);
 	ck_assert_str_eq(tail,

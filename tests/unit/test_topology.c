@@ -346,6 +346,8 @@ START_TEST(test_key_table)
 			v = "some words";
 		else if (!strcmp(value, "links"))
 			v = "node0.nic1, node0.gpu2.nvlink=0.5";
+		else if (!strcmp(value, "bytes or auto"))
+			v = "4GB";
 		ck_assert_msg(v != NULL, "key %s: unknown value kind \"%s\"", name, value);
 		struct topo_config cfg = preset("dgx-h100");
 		set_ok(&cfg, name, v);
@@ -354,8 +356,14 @@ START_TEST(test_key_table)
 	struct topo_config cfg = preset("dgx-h100");
 	topo_config_json(&cfg, json, sizeof json);
 	ck_assert_msg(json[0] == '{' && json[strlen(json) - 1] == '}' &&
-		      strstr(json, "\"preset\":\"dgx-h100\"") && strstr(json, "\"nodes\":1"),
-		      "json: %s", json);
+		      strstr(json, "\"preset\":\"dgx-h100\"") && strstr(json, "\"nodes\":1") &&
+		      strstr(json, "\"memory_reserve\":\"auto\"}"), "json: %s", json);
+	set_ok(&cfg, "memory_reserve", "3GB");
+	ck_assert(cfg.memory_reserve_set && cfg.memory_reserve_B == 3e9);
+	topo_config_json(&cfg, json, sizeof json);
+	ck_assert_msg(strstr(json, "\"memory_reserve\":3000000000}"), "json: %s", json);
+	set_ok(&cfg, "memory_reserve", "auto");
+	ck_assert(!cfg.memory_reserve_set);
 }
 END_TEST
 
