@@ -27,7 +27,8 @@
  * attention counted without causal halving. Hardware FLOPs add the forward
  * that recomputation runs again: full 2Ψ + 4 L a d_h s, i.e. 4/3 of the
  * model FLOPs (SPEC C15's HFU 59.4 % comes out of this convention);
- * selective without flash 4 L a d_h s.
+ * selective without flash 4 L a d_h s. Reports count the causal mask:
+ * 6Ψ + 6 L a d_h s (par_flops_per_token_causal), as the kernels do.
  *
  * Kernels (SPEC C9 roofline). A GEMM of m x k by k x n does 2mnk FLOPs and
  * moves e_in (mk + kn) + e_out mn bytes: e_in = par_precision_bytes (fp8
@@ -276,10 +277,17 @@ double par_flops_per_token(const struct par_model *m, unsigned seq)
 	return par_model_flops_per_token(par_model_active_params(m), m->layers, width, seq);
 }
 
-double par_hw_flops_per_token(const struct par_model *m, const struct par_training *tr)
+double par_flops_per_token_causal(const struct par_model *m, unsigned seq)
 {
-	double model = par_flops_per_token(m, tr->seq);
-	double attn_fwd = 4.0 * m->layers * m->heads * head_dim(m) * tr->seq;
+	double width = m->heads * head_dim(m);
+	return 6 * par_model_active_params(m) + 6.0 * m->layers * width * seq;
+}
+
+/* Hardware FLOPs: the model's, with the attention core's forward at
+ * attn_fwd per token. */
+static double hw_flops(const struct par_model *m, const struct par_training *tr, double model,
+		       double attn_fwd)
+{
 	switch (tr->recompute) {
 	case PAR_RECOMPUTE_FULL:     /* the whole forward again: 2Ψ + 4 L h s */
 		return model + 2 * par_model_active_params(m) + attn_fwd;
@@ -289,6 +297,18 @@ double par_hw_flops_per_token(const struct par_model *m, const struct par_traini
 		return model;
 	}
 	BUG("unknown recompute mode %d", (int)tr->recompute);
+}
+
+double par_hw_flops_per_token(const struct par_model *m, const struct par_training *tr)
+{
+	return hw_flops(m, tr, par_flops_per_token(m, tr->seq),
+			4.0 * m->layers * m->heads * head_dim(m) * tr->seq);
+}
+
+double par_hw_flops_per_token_causal(const struct par_model *m, const struct par_training *tr)
+{
+	return hw_flops(m, tr, par_flops_per_token_causal(m, tr->seq),
+			2.0 * m->layers * m->heads * head_dim(m) * tr->seq);
 }
 
 double par_utilization(double tokens_per_s, double flops_per_token, unsigned n_gpu,

@@ -52,6 +52,17 @@ double par_model_flops_per_token(double params, unsigned layers, double attn_wid
  * the model FLOPs, SPEC C15), 4 L h_attn s (the attention core) with
  * selective recomputation without flash, nothing else. */
 double par_hw_flops_per_token(const struct par_model *m, const struct par_training *tr);
+/*
+ * The same with the causal mask counted, what a report's MFU and HFU use:
+ * a token attends to the tokens before it only, so the attention core does
+ * half of 4 s h_attn FLOPs a layer forward. Model FLOPs 6Ψ + 6 L h_attn s;
+ * hardware FLOPs add 2Ψ + 2 L h_attn s with full recomputation (again 4/3),
+ * 2 L h_attn s with selective recomputation without flash. At 4k tokens the
+ * two conventions differ by a few percent; at 128k the attention term is
+ * most of the FLOPs and the causal count is the physical one.
+ */
+double par_flops_per_token_causal(const struct par_model *m, unsigned seq);
+double par_hw_flops_per_token_causal(const struct par_model *m, const struct par_training *tr);
 /* MFU (model FLOPs) or HFU (hardware FLOPs): tokens_per_s x flops_per_token
  * / (n_gpu x peak_flops), a fraction (SPEC C15). */
 double par_utilization(double tokens_per_s, double flops_per_token, unsigned n_gpu,

@@ -222,6 +222,30 @@ START_TEST(flops_per_token)
 }
 END_TEST
 
+/* The causal convention by hand: Llama-3-8B (32 layers, 32 heads of 128)
+ * at 131,072 tokens, where attention is most of the FLOPs. 6Ψ + 6 L h s,
+ * and the MFU of 400,000 tokens/s on 64 GPUs of 989 TFLOP/s. */
+START_TEST(flops_per_token_causal)
+{
+	struct par_model m = llama8b();
+	double psi = par_model_params(&m);
+	double want = 6 * psi + 6.0 * 32 * 4096 * 131072;
+	EXACT(par_flops_per_token_causal(&m, 131072), want);
+	/* 6 * 8.03e9 = 4.82e10; 6 * 32 * 4096 * 131072 = 1.031e11 */
+	ck_assert(want > 1.50e11 && want < 1.52e11);
+	double mfu = par_utilization(4e5, want, 64, 989e12);
+	EXACT(mfu, 4e5 * want / (64 * 989e12));
+	ck_assert(mfu > 0.94 && mfu < 0.96);
+	/* The full count would say 2.54e11 FLOPs a token: 1.68 times as many. */
+	ck_assert(par_flops_per_token(&m, 131072) / want > 1.67);
+	struct par_training tr = train(131072, 1, PAR_RECOMPUTE_FULL, true);
+	EXACT(par_hw_flops_per_token_causal(&m, &tr),
+	      want + 2 * psi + 2.0 * 32 * 4096 * 131072);
+	tr.recompute = PAR_RECOMPUTE_SELECTIVE, tr.flash_attention = false;
+	EXACT(par_hw_flops_per_token_causal(&m, &tr), want + 2.0 * 32 * 4096 * 131072);
+}
+END_TEST
+
 START_TEST(hw_flops_per_token)
 {
 	struct par_model m = llama8b();
@@ -725,6 +749,7 @@ static Suite *model_suite(void)
 	suite_add_tcase(s, p);
 	TCase *f = tcase_create("flops");
 	tcase_add_test(f, flops_per_token);
+	tcase_add_test(f, flops_per_token_causal);
 	tcase_add_test(f, hw_flops_per_token);
 	tcase_add_test(f, utilization);
 	suite_add_tcase(s, f);
