@@ -635,7 +635,9 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	double act = inflight * per * s->act + (s->act_peak - s->act);
 	double logits = 4 * T * m->vocab / l->tp;
 	c->peak_bytes = dm.states + act + (l->pp == 1 ? logits : 0) + dm.buffers;
-	if (c->peak_bytes > p->capacity)
+	struct par_reserve rv;
+	par_memory_reserve(&p->cl, &st->d, moe, c->peak_bytes, &rv);
+	if (c->peak_bytes + rv.total > p->capacity)
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */

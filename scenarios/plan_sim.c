@@ -20,7 +20,8 @@ static void figures_of(const struct par_report *r, struct scn_plan_figures *f)
 {
 	*f = (struct scn_plan_figures){
 		.step_time_s = r->step_time_s, .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
-		.peak_bytes = r->memory.peak, .compute_s = r->breakdown.compute_s,
+		.peak_bytes = r->memory.peak, .reserve_bytes = r->memory.reserve.total,
+		.capacity_bytes = r->memory.capacity, .compute_s = r->breakdown.compute_s,
 		.exposed_comm_s = r->breakdown.exposed_comm_s, .bubble_s = r->breakdown.bubble_s,
 		.idle_s = r->breakdown.idle_s, .interference_s = r->breakdown.interference_s,
 	};
@@ -87,8 +88,9 @@ static enum plan_end simulate(const struct scn *base, const struct par_compute_m
 		return PLAN_REFUSED;
 	}
 	if (!r->memory.fits) {
-		snprintf(why, whylen, "out of memory: peak %.2f GB of %.2f GB",
-			 r->memory.peak / 1e9, r->memory.capacity / 1e9);
+		snprintf(why, whylen, "does not fit after all: peak %.2f GB and %.2f GB reserved, of "
+			 "%.2f GB", r->memory.peak / 1e9, r->memory.reserve.total / 1e9,
+			 r->memory.capacity / 1e9);
 		return PLAN_NOFIT;
 	}
 	figures_of(r, fig);
@@ -244,36 +246,89 @@ void scn_plan_serve(const struct scn *s, const struct par_compute_model *cm)
 	pool_serve(&job);
 }
 
+/* The place of v[0..n) that holds c's layout, or n. */
+static size_t layout_in(const struct scn_plan_layout *v, size_t n, const struct par_candidate *c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (par_plan_same_layout(&v[i].c, c))
+			return i;
+	return n;
+}
+
+static struct scn_plan_layout layout_of(const struct par_candidate *c, size_t i)
+{
+	return (struct scn_plan_layout){ .c = *c, .flow_s = NAN,
+					 .est_rank = c->rank ? c->rank : (uint32_t)i + 1 };
+}
+
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
 			 const struct par_candidate *cands, size_t m,
-			 const struct scn_plan_run *run, struct scn_plan_layout *v,
+			 const struct scn_plan_run *run, struct scn_plan_layout **vp, size_t *nvp,
 			 const struct scn_plan_hooks *hooks, struct scn_plan_fails *fails)
 {
-	size_t top = run->top;
+	size_t top = run->top, cap = m + 16, n = 0, next = 0;
 	int jobs = run->jobs;
 	static const struct scn_plan_hooks none;
 	if (!hooks)
 		hooks = &none;
-	struct outcome *o = xcalloc(m ? m : 1, sizeof(*o));
 	*fails = (struct scn_plan_fails){ 0 };
-	for (size_t i = 0; i < m; i++)
-		v[i] = (struct scn_plan_layout){ .c = cands[i], .flow_s = NAN,
-						 .est_rank = cands[i].rank ? cands[i].rank
-									   : (uint32_t)i + 1 };
-	/* Failures: simulations refused or whose worker died (not those that
-	 * did not fit after all). */
-	simulate_all(s, cm, v, m, SIM_FIDELITY_ANALYTIC, 1, jobs, hooks, o);
+	struct scn_plan_layout *v = xcalloc(cap, sizeof(*v));
+	/* more[i] has been simulated (it is rank i + 1 by the estimate). */
+	unsigned char *tried = xcalloc(run->nmore + 1, 1);
 	for (size_t i = 0; i < m; i++) {
-		if ((v[i].sim_s = o[i].end == PLAN_OK ? o[i].r.step_time_s : NAN), o[i].end == PLAN_OK)
-			v[i].r = v[i].ra = o[i].r;
-		else
-			fails->analytic++, fails->failures += o[i].end != PLAN_NOFIT,
-				v[i].why = xstrdup(o[i].why), say_failed(hooks, &v[i].c, "analytic", o[i].why);
+		v[n++] = layout_of(&cands[i], i);
+		if (cands[i].rank && cands[i].rank <= run->nmore)
+			tried[cands[i].rank - 1] = 1;
 	}
-	qsort(v, m, sizeof(*v), by_sim);
+	/*
+	 * Analytic fidelity, in rounds: a layout that does not fit after all
+	 * (its programs' memory against the estimate's) is the estimate's
+	 * miss: it leaves the set, and the next of the estimate's order not yet
+	 * simulated takes its place. Failures proper (refused, a worker that
+	 * died) stay, named.
+	 */
+	for (size_t from = 0; from < n;) {
+		struct outcome *o = xcalloc(n - from, sizeof(*o));
+		simulate_all(s, cm, v + from, n - from, SIM_FIDELITY_ANALYTIC, 1, jobs, hooks, o);
+		size_t w = from, misses = 0;
+		for (size_t i = from; i < n; i++) {
+			const struct outcome *x = &o[i - from];
+			int keep = run->keep && par_plan_same_layout(&v[i].c, run->keep);
+			if (x->end == PLAN_NOFIT && !keep) {
+				fails->nofit++, misses++;
+				say_failed(hooks, &v[i].c, "analytic", x->why);
+				continue;
+			}
+			v[w] = v[i];
+			if (x->end == PLAN_OK) {
+				v[w].sim_s = x->r.step_time_s, v[w].r = v[w].ra = x->r;
+			} else {
+				v[w].sim_s = NAN, v[w].why = xstrdup(x->why);
+				fails->analytic++, fails->failures += x->end != PLAN_NOFIT;
+				if (x->end != PLAN_NOFIT)
+					say_failed(hooks, &v[w].c, "analytic", x->why);
+			}
+			w++;
+		}
+		free(o);
+		n = from = w;
+		for (; misses && next < run->nmore; next++) {
+			const struct par_candidate *c = &run->more[next];
+			if (tried[next] || layout_in(v, n, c) < n)
+				continue;
+			tried[next] = 1;
+			if (n == cap)
+				v = xreallocarray(v, cap *= 2, sizeof(*v));
+			v[n++] = layout_of(c, next);
+			misses--;
+		}
+	}
+	free(tried);
+	qsort(v, n, sizeof(*v), by_sim);
 	size_t nflow = 0;
-	while (nflow < m && nflow < top && !isnan(v[nflow].sim_s))
+	while (nflow < n && nflow < top && !isnan(v[nflow].sim_s))
 		nflow++;
+	struct outcome *o = xcalloc(nflow ? nflow : 1, sizeof(*o));
 	simulate_all(s, cm, v, nflow, SIM_FIDELITY_FLOW, !run->exact_flow, jobs, hooks, o);
 	for (size_t i = 0; i < nflow; i++) {
 		if (o[i].end == PLAN_OK)
@@ -286,6 +341,7 @@ size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm
 	/* The flow-simulated head is ranked by its flow step times (those whose
 	 * flow run failed after them, by analytic time). */
 	qsort(v, nflow, sizeof(*v), by_best);
+	*vp = v, *nvp = n;
 	return nflow;
 }
 

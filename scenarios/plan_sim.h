@@ -29,6 +29,7 @@ struct par_compute_model;
  * cross a worker's pipe or an MPI message byte for byte. */
 struct scn_plan_figures {
 	double step_time_s, tokens_per_s, mfu, peak_bytes;
+	double reserve_bytes, capacity_bytes;   /* fits: peak + reserve <= capacity */
 	double compute_s, exposed_comm_s, bubble_s, idle_s;   /* critical rank */
 	double interference_s;    /* of compute_s: communication beside it */
 	double exposed_by[PAR_COMM_NKINDS];   /* exposed_comm_s by kind */
@@ -48,6 +49,7 @@ struct scn_plan_layout {
  * of them the failures proper (refused, or the worker died). */
 struct scn_plan_fails {
 	size_t analytic, flow, failures;
+	size_t nofit;             /* left out: did not fit after all       */
 };
 
 /* What the caller hears while the simulations run, any may be NULL:
@@ -62,11 +64,12 @@ struct scn_plan_hooks {
 };
 
 /*
- * Simulate cands[0..m) (the estimate's order) in analytic fidelity on
- * `jobs` workers (or the MPI ranks), rank them by step time, simulate the
- * best `top` that ran in flow fidelity and rank those by flow step time
- * (those whose flow run failed after them). v[0..m) gets the ranking; the
- * number simulated in flow is returned. scn_plan_free frees v's strings.
+ * Simulate cands[0..m) in analytic fidelity on run->jobs workers (or the
+ * MPI ranks), replacing those that do not fit after all (run->more), rank
+ * them by step time, simulate the best run->top that ran in flow fidelity
+ * and rank those by flow step time (those whose flow run failed after
+ * them). *v (malloc'd, *nv entries) gets the ranking; the number simulated
+ * in flow is returned. scn_plan_free frees v's strings.
  */
 struct scn_plan_run {
 	size_t top;               /* the best of the analytic ranking to run in flow */
@@ -74,10 +77,15 @@ struct scn_plan_run {
 	bool exact_flow;          /* flow runs simulate every rank; else, where
 				   * scn_plan_collapse_blocker allows, one
 				   * data-parallel replica for all          */
+	/* Where a layout does not fit after all, the next of more[0..nmore)
+	 * (the estimate's order) not yet simulated takes its place. */
+	const struct par_candidate *more;
+	size_t nmore;
+	const struct par_candidate *keep;   /* kept however it ends (--compare), or NULL */
 };
 size_t scn_plan_simulate(const struct scn *s, const struct par_compute_model *cm,
 			 const struct par_candidate *cands, size_t m,
-			 const struct scn_plan_run *run, struct scn_plan_layout *v,
+			 const struct scn_plan_run *run, struct scn_plan_layout **v, size_t *nv,
 			 const struct scn_plan_hooks *hooks, struct scn_plan_fails *fails);
 void scn_plan_free(struct scn_plan_layout *v, size_t m);
 

@@ -63,8 +63,12 @@ static void failed(void *ctx, const struct par_candidate *c, const char *fidelit
 	(void)ctx;
 	char name[128];
 	scn_plan_layout_name(c, name, sizeof(name));
-	fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity, name,
-		why[0] ? why : "no reason given");
+	if (!strncmp(why, "does not fit after all", 22))
+		fprintf(stderr, "clustersim plan: %s %s; the next layout by the estimate takes its "
+			"place\n", name, why);
+	else
+		fprintf(stderr, "clustersim plan: the %s simulation of %s failed: %s\n", fidelity,
+			name, why[0] ? why : "no reason given");
 }
 
 /* Why the winner beats the runner-up, in one paragraph. */
@@ -165,10 +169,12 @@ static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total
 			printf(",");
 		}
 		const struct scn_plan_figures *f = &v[i].r;
-		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"compute_s\":%.9g,"
+		printf("\"mfu\":%.6g,\"tokens_per_s\":%.9g,\"peak_bytes\":%.17g,\"reserve_bytes\":%.17g,"
+		       "\"capacity_bytes\":%.17g,\"compute_s\":%.9g,"
 		       "\"interference_s\":%.9g,\"bubble_s\":%.9g,\"exposed_comm_s\":%.9g,"
 		       "\"idle_s\":%.9g,\"exposed_by\":{", f->mfu, f->tokens_per_s, f->peak_bytes,
-		       f->compute_s, f->interference_s, f->bubble_s, f->exposed_comm_s, f->idle_s);
+		       f->reserve_bytes, f->capacity_bytes, f->compute_s, f->interference_s,
+		       f->bubble_s, f->exposed_comm_s, f->idle_s);
 		static const char *const kinds[PAR_COMM_NKINDS] = {
 			"tensor_parallel", "data_parallel", "pipeline", "context_parallel", "host",
 		};
@@ -538,14 +544,14 @@ static int plan_run(struct cli_args *a)
 		cmp_have = par_plan_same_layout(&sel[j], &cmp);
 	if (comparing && !cmp_have)
 		sel[nsel++] = cmp;
-	m = nsel;
-	struct scn_plan_layout *v = xcalloc(m, sizeof(*v));
+	struct scn_plan_layout *v;
 	struct scn_plan_fails fails;
 	struct progress pr = { .tty = isatty(2), .screened = (size_t)total };
 	const struct scn_plan_hooks hooks = { .failed = failed, .progress = progress, .ctx = &pr };
 	const struct scn_plan_run run = { .top = (size_t)top, .jobs = (int)jobs,
-					  .exact_flow = cli_has(a, "exact-flow") };
-	size_t nflow = scn_plan_simulate(&s, cm, sel, m, &run, v, &hooks, &fails);
+					  .exact_flow = cli_has(a, "exact-flow"), .more = cands,
+					  .nmore = n, .keep = comparing ? &cmp : NULL };
+	size_t nflow = scn_plan_simulate(&s, cm, sel, nsel, &run, &v, &m, &hooks, &fails);
 	free(sel);
 	size_t afail = fails.analytic, ffail = fails.flow, failures = fails.failures;
 	double wall = now_s() - t0, per_s = screened > 0 ? total / screened : 0;
@@ -554,9 +560,12 @@ static int plan_run(struct cli_args *a)
 		print_json(v, m, total, n, dropped, per_s, wall, blocker,
 			   comparing ? find_layout(v, m, &cmp) : m);
 	else {
-		char af[32] = "", ff[32] = "";
+		char af[96] = "", ff[32] = "";
 		if (afail)
 			snprintf(af, sizeof(af), " (%zu failed)", afail);
+		if (fails.nofit)
+			snprintf(af + strlen(af), sizeof(af) - strlen(af), " (%zu more did not fit "
+				 "after all and were replaced)", fails.nofit);
 		if (ffail)
 			snprintf(ff, sizeof(ff), " (%zu failed)", ffail);
 		printf("clustersim plan: %s on %lld GPUs: %llu layouts, %zu valid and fitting "

@@ -103,6 +103,22 @@ grep -q '"spearman_rho":[0-9.-]' "$T/f.json" && ok "Spearman's rho in the JSON" 
 [ "$(grep -c '^[0-9]  *tp' "$T/s.out")" = 4 ] && ok "--show 4 prints 4 rows of 6" ||
 	bad "--show: $(cat "$T/s.out")"
 
+# Every layout the plan reports fits in its simulation with the reserve
+# (peak + reserve <= capacity), a miss of the estimate replaced: Llama-3 70B
+# on 64 H100, where many layouts are near the limit.
+"$CS" plan "$SRC/scenarios/llama3-70b-tp8-pp8.yaml" --gpus 64 --analytic 24 --top 1 -j 2 \
+	--json > "$T/fit.json" 2> "$T/fit.err" && ok "plan 70B on 64 GPUs" ||
+	bad "70B: $(cat "$T/fit.err")"
+rows "$T/fit.json" | awk '
+	function v(k) { if (!match($0, "\"" k "\":[-0-9.e+]*")) return -1;
+		return substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 }
+	/"sp":/ { n++; if (v("peak_bytes") < 0 || v("reserve_bytes") <= 0 ||
+		v("peak_bytes") + v("reserve_bytes") > v("capacity_bytes")) bad++ }
+	END { exit !(n >= 24 && bad == 0) }' &&
+	ok "every reported layout fits with its reserve" || bad "fit: $(head -c 600 "$T/fit.json")"
+! grep -q '"failed"' "$T/fit.json" && ok "no reported layout failed" ||
+	bad "a layout failed: $(grep -o '"failed":"[^"]*"' "$T/fit.json" | head -3)"
+
 # --compare: the layout asked for is simulated beside the winner, and each
 # layout's terms (compute, exposed communication by kind, bubble, idle) add
 # up to its step time, so the differences add up to the difference.

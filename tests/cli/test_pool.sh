@@ -105,11 +105,11 @@ for j in 1 2; do
 		> "$T/p.json" 2> "$T/err"
 	rc=$?
 	[ $rc = 1 ] && grep -q "analytic simulation of .* failed: its worker was killed by signal 6 (SIGABRT)" "$T/err" &&
-		grep -q "1 of 10 simulations failed" "$T/err" && ok "plan -j $j: the crashed simulation named, exit 1" ||
+		grep -q "1 of [0-9]* simulations failed" "$T/err" && ok "plan -j $j: the crashed simulation named, exit 1" ||
 		bad "plan -j $j: exit $rc: $(cat "$T/err")"
 	[ "$(grep -o '"step_time_s":null,"failed":"its worker was killed by signal 6 (SIGABRT)"' "$T/p.json" | wc -l)" = 1 ] &&
 		[ "$(grep -o '"flow_step_time_s"' "$T/p.json" | wc -l)" = 2 ] &&
-		ok "plan -j $j: 7 layouts ranked, 2 in flow" || bad "plan -j $j JSON: $(head -c 300 "$T/p.json")"
+		ok "plan -j $j: the others ranked, 2 in flow" || bad "plan -j $j JSON: $(head -c 300 "$T/p.json")"
 done
 "$CS" plan "$SC" --gpus 16 --analytic 8 --top 2 > /dev/null 2>&1 && ok "a plan without failures exits 0" ||
 	bad "a clean plan exits non-zero"

@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,39 @@ START_TEST(estimate_against_simulation)
 }
 END_TEST
 
+/* The reserve's constants are the table's (scenarios/calibration/h200/
+ * memory.csv), and auto adds one communicator per group of two or more. */
+START_TEST(reserve_from_the_table)
+{
+	FILE *f = fopen(CLUSTERSIM_SRCDIR "/scenarios/calibration/h200/memory.csv", "r");
+	ck_assert(f != NULL);
+	char line[512], what[64];
+	double v, ctx = 0, nccl = 0, slack = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "%63[^,],%lf", what, &v) == 2) {
+			if (!strcmp(what, "cuda_context") || !strcmp(what, "cublas_workspace") ||
+			    !strcmp(what, "attention_workspace"))
+				ctx += v;
+			else if (!strcmp(what, "nccl_one_rank"))
+				nccl = v;
+			else if (!strcmp(what, "allocator_slack_max"))
+				slack = v;
+		}
+	fclose(f);
+	ck_assert(fabs(par_reserve_context_B - ctx) < 1 && par_reserve_nccl_B == nccl &&
+		  par_reserve_slack == slack);
+	struct topo_config cl = { 0 };
+	struct par_dims d = { .tp = 8, .cp = 1, .pp = 4, .dp = 16, .ep = 1, .vpp = 1 };
+	struct par_reserve r;
+	par_memory_reserve(&cl, &d, false, 50e9, &r);
+	ck_assert_uint_eq(r.communicators, 3);
+	ck_assert(fabs(r.total - (ctx + 3 * nccl + slack * 50e9)) < 1);
+	cl.memory_reserve_set = true, cl.memory_reserve_B = 2e9;
+	par_memory_reserve(&cl, &d, false, 50e9, &r);
+	ck_assert(r.set && r.total == 2e9);
+}
+END_TEST
+
 static Suite *plan_suite(void)
 {
 	Suite *su = suite_create("plan");
@@ -229,6 +263,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, selective_without_flash);
 	tcase_add_test(t, expert_parallelism_changes_estimate);
 	tcase_add_test(t, estimate_against_simulation);
+	tcase_add_test(t, reserve_from_the_table);
 	suite_add_tcase(su, t);
 	return su;
 }

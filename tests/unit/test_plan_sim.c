@@ -55,8 +55,13 @@ static size_t plan(struct scn_plan_layout *v, size_t m, size_t top, struct seen 
 	par_planner_free(pl);
 	ck_assert_uint_ge(n, m);
 	const struct scn_plan_hooks hooks = { .failed = failed, .ctx = seen };
-	const struct scn_plan_run run = { .top = top, .jobs = 2 };
-	size_t nflow = scn_plan_simulate(&s, cm, cands, m, &run, v, &hooks, f);
+	const struct scn_plan_run run = { .top = top, .jobs = 2, .more = cands, .nmore = n };
+	struct scn_plan_layout *got;
+	size_t nv;
+	size_t nflow = scn_plan_simulate(&s, cm, cands, m, &run, &got, &nv, &hooks, f);
+	ck_assert_uint_eq(nv, m);
+	memcpy(v, got, m * sizeof(*v));
+	free(got);
 	free(cands);
 	par_compute_model_free(cm);
 	return nflow;
