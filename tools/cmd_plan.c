@@ -1,10 +1,12 @@
 /*
  * cmd_plan.c - `clustersim plan SCENARIO --gpus N`: enumerate every layout of
- * the scenario's model and training run on N GPUs, drop those that are not
- * valid or do not fit, rank the rest with the closed-form estimator
- * (parallel/plan.c), simulate the best in analytic fidelity and the top K in
- * flow fidelity, and report the ranking with where estimator and simulation
- * disagreed, and why the winner wins. The simulations run on the worker pool
+ * the scenario's model and training run on N GPUs (held or dropped by --fix
+ * and --exclude), drop those that are not valid or do not fit, rank the rest
+ * with the closed-form estimator (parallel/plan.c), simulate the best, the
+ * best of each family and the --compare layout in analytic fidelity and the
+ * top K in flow fidelity, and report the ranking, where estimator and
+ * simulation disagreed, why the winner wins, why not each family, and the
+ * comparison term by term. The simulations run on the worker pool
  * (scenarios/plan_sim.h), so one that aborts is named as failed and the
  * rest go on; a plan with a failed simulation still prints its ranking,
  * and exits 1.
@@ -367,7 +369,7 @@ static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
 				best = i;
 		char name[128];
 		if (best == n) {
-			printf("%-22s %-48s\n", par_plan_family_name(f), "(none fits)");
+			printf("%-22s (no layout of it is valid and fits)\n", par_plan_family_name(f));
 			continue;
 		}
 		scn_plan_layout_name(&v[best].c, name, sizeof(name));
@@ -603,35 +605,43 @@ static int plan_run(struct cli_args *a)
 
 const struct cli_cmd cli_cmd_plan = {
 	.name = "plan",
-	.usage = "SCENARIO.yaml --gpus N [--set KEY=VALUE]... [--top K] [--analytic N] "
+	.usage = "SCENARIO.yaml --gpus N [--set KEY=VALUE]... [--fix KEY=V]... [--exclude KEY=V]... "
+		 "[--compare LAYOUT] [--top K] [--show N] [--analytic N] [--exact-flow] "
 		 "[--objective GOAL] [--json]",
-	.summary = "Find the best parallel layout for a model on N GPUs.",
+	.summary = "Find the best parallel layout for a model on N GPUs, and say why.",
 	.description =
 		"Enumerates every layout (tp, sp, pp, vpp, cp, ep, dp, micro-batch, ZeRO stage,\n"
 		"recomputation) of the scenario's model and training run on N GPUs of its\n"
-		"cluster, drops those that are not valid or do not fit in memory (counting\n"
-		"each reason), ranks the rest with a closed-form estimator built on the\n"
-		"simulator's own cost functions (no event engine), simulates the best\n"
-		"--analytic of them in analytic fidelity (by default 16384 / GPUs, at least 16\n"
-		"and at most 256) and the best K of those (--top) in flow fidelity, and prints\n"
-		"the ranking (the K by flow step time, then the rest by analytic step time)\n"
-		"with a paragraph on why the winner beats the runner-up. With flash attention,\n"
-		"selective recomputation keeps the same activations as none and is not\n"
-		"enumerated. Where the estimate and the simulation disagree, and any\n"
-		"simulation that failed, is reported on stderr. With the model and global\n"
-		"batch fixed, step time, MFU and tokens/s rank layouts the same way, so\n"
-		"--objective only picks the measure the paragraph compares the two in.\n"
-		"--json prints {candidates, fits, dropped, screened_per_s, wall_s, layouts:\n"
-		"[...]} with every simulated layout (step_time_s null and failed the reason\n"
-		"where the analytic simulation failed, flow_failed where only the flow one\n"
-		"did); wall_s and screened_per_s are the only keys that differ between\n"
-		"identical runs. The simulations run on -j worker processes (default: all\n"
-		"cores); the results do not depend on how many, and a simulation whose worker\n"
-		"dies (an abort, a signal) is named as failed with the signal while the rest go\n"
-		"on. Exit codes: 0; 1 when a simulation was refused or its worker died (the\n"
-		"ranking of the others is still printed; a layout that does not fit after all\n"
-		"is not a failure); 2 for bad input; 3 when no layout fits. docs/plan.md\n"
-		"explains it all.",
+		"cluster, drops those that are not valid or do not fit in memory with the\n"
+		"reserve (cluster.memory_reserve), counting each reason, and ranks the rest\n"
+		"with a closed-form estimate built on the simulator's own closed forms (kernels,\n"
+		"the collectives on the cluster's groups, the schedules, the strategies,\n"
+		"interference; no event engine). --fix KEY=V holds a key (repeat a key for any of\n"
+		"several values), --exclude KEY=V drops a value; --set of a key the plan varies\n"
+		"is refused. It then simulates the best --analytic estimates (by default 16384 /\n"
+		"GPUs, at least 16 and at most 256), the best estimate of each family (no\n"
+		"pipeline, pipeline, interleaved, ZeRO-3, replicated parameters, context and\n"
+		"expert parallel) and the --compare layout in analytic fidelity, replacing a\n"
+		"layout that does not fit after all by the next estimate, and the best K of them\n"
+		"(--top, 0 for none) in flow fidelity; both run one data-parallel replica for all\n"
+		"(sim.symmetry dp) where the model allows, and --exact-flow runs the flow ones on\n"
+		"every rank. It prints --show rows of the ranking (the K by flow step time, then\n"
+		"the rest by analytic step time), Spearman's rho of the estimate against the\n"
+		"simulation, a paragraph on why the winner beats the runner-up, the best\n"
+		"layout of each family with the term that separates it from the winner, and\n"
+		"for --compare the difference term by term (compute, exposed communication by\n"
+		"kind, bubble, idle, memory). With the model and global batch fixed, step time,\n"
+		"MFU and tokens/s rank layouts the same way, so --objective only picks the\n"
+		"measure the paragraph compares the two in. --json prints {candidates, fits,\n"
+		"dropped, screened_per_s, wall_s, collapsed, compare, spearman_rho, layouts:\n"
+		"[...]} with every simulated layout; wall_s and screened_per_s are the only keys\n"
+		"that differ between identical runs. The simulations run on -j worker processes\n"
+		"(default: all cores); the results do not depend on how many, and a simulation\n"
+		"whose worker dies (an abort, a signal) is named as failed with the signal while\n"
+		"the rest go on. On a terminal a progress line goes to stderr. Exit codes: 0; 1\n"
+		"when a simulation was refused or its worker died (the ranking of the others is\n"
+		"still printed); 2 for bad input; 3 when no layout fits. docs/plan.md explains\n"
+		"it all.",
 	.opts = plan_opts,
 	.run = plan_run,
 	.mpi = 1,
