@@ -46,8 +46,9 @@ void par_result_text(FILE *out, const struct par_result_setting *s, const struct
 		       "step take %.6f s per step\n", r->offload.saved_bytes / 1e9, r->offload.host_s);
 	if (!mem->fits)
 		return;
-	fprintf(out, "  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f\n", r->step_time_s,
-	       r->tokens_per_s, r->mfu, r->hfu);
+	/* FLOPs with the causal mask counted (flops_per_token): say so. */
+	fprintf(out, "  step time   %.6f s   tokens/s %.0f   MFU %.4f   HFU %.4f (causal FLOPs)\n",
+	       r->step_time_s, r->tokens_per_s, r->mfu, r->hfu);
 	if (r->steps > 1)
 		fprintf(out, "  steps       %u: p50 %.6f s, p90 %.6f s, p99 %.6f s (min %.6f, max "
 			"%.6f)\n", r->steps, r->step_p50_s, r->step_p90_s, r->step_p99_s,

@@ -65,7 +65,7 @@ START_TEST(test_text_known)
 	char *t = TEXT_OF(par_result_text(out, &s, &r));
 	char *want;
 	ck_assert_int_gt(asprintf(&want, "%s%s", known_head,
-		"\n  step time   1.500000 s   tokens/s 1235   MFU 0.5000   HFU 0.1235\n"
+		"\n  step time   1.500000 s   tokens/s 1235   MFU 0.5000   HFU 0.1235 (causal FLOPs)\n"
 		"  rank 5      compute 1.000000 s, exposed communication 0.250000 s, bubble "
 		"0.125000 s, idle 0.125000 s\n"
 		"  pipeline    bubble 0.1000 of the pipeline phase (1.250000 s, first forward to "
