@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "parallel/plan.h"
 #include "parallel/train.h"
@@ -113,6 +114,35 @@ void scn_plan_order(const struct scn_plan_layout *v, size_t n, struct scn_plan_o
  * collapsed step is from the exact one.
  */
 const char *scn_plan_collapse_blocker(const struct scn *s);
+
+/*
+ * A plan in the database (tables plans and plan_layouts, docs/schema.md):
+ * its head and every simulated layout in the ranking's order (compare_at:
+ * the --compare layout's place, or n). scn_plan_store writes them in one
+ * transaction and returns the plan's id (-1 with err); scn_plan_load reads
+ * plan `id` (0: the newest) back into *v (malloc'd, *n; scn_plan_free and
+ * free) with its head, the figures those of the flow run where there was
+ * one: 0, 1 if there is no such plan, -1 with err.
+ */
+struct scn_plan_head {
+	char command[2048], scenario[1024];
+	uint32_t gpus;
+	uint64_t candidates, fits, invalid, no_memory, held_out, replaced;
+	int collapsed;
+	double rho, wall_s;
+	int64_t id;
+	size_t compare_at;
+};
+struct sqlite3;
+int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
+		       const struct scn_plan_layout *v, size_t n, char *err, size_t errlen);
+int scn_plan_load(struct sqlite3 *db, int64_t id, struct scn_plan_head *h,
+		  struct scn_plan_layout **v, size_t *n, char *err, size_t errlen);
+
+/* The ranking's table, its first `show` rows (the layout, the estimate, the
+ * analytic and flow step times, MFU, peak, bubble and exposed
+ * communication), as `plan` prints it. */
+void scn_plan_print_table(FILE *out, const struct scn_plan_layout *v, size_t n, size_t show);
 
 /* "tp8+sp pp4 vpp1 cp1 ep1 dp2 mb1 zero1 rc=none" */
 void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len);

@@ -25,6 +25,7 @@
 #include "scenarios/plan_sim.h"
 #include "scenarios/scenario.h"
 #include "sim/mpi_pool.h"
+#include "sim/store.h"
 #include "sim/util.h"
 
 static const struct cli_opt plan_opts[] = {
@@ -47,6 +48,9 @@ static const struct cli_opt plan_opts[] = {
 	  "best estimates to simulate in analytic fidelity" },
 	{ "objective", 0, CLI_STR, "GOAL", "step_time", "step_time, mfu or tokens_per_s" },
 	{ "jobs", 'j', CLI_COUNT, "N", "all cores", "worker processes for the simulations" },
+	{ "db", 0, CLI_FILE_DB, "FILE", NULL,
+	  "keep the plan in SQLite: every simulated layout with its figures (report --plan "
+	  "prints it again)" },
 	{ "json", 0, CLI_FLAG, NULL, NULL, "print a JSON object instead of the table" },
 	{ 0 },
 };
@@ -102,28 +106,6 @@ static void why(const struct scn_plan_layout *a, const struct scn_plan_layout *b
 	       dc, db, de, di);
 	printf("The winner peaks at %.1f GB per GPU, the runner-up at %.1f GB.\n",
 	       x->peak_bytes / 1e9, y->peak_bytes / 1e9);
-}
-
-static void print_table(const struct scn_plan_layout *v, size_t n, size_t show)
-{
-	printf("%-4s %-52s %10s %10s %10s %7s %9s %9s %9s\n", "#", "layout", "est(s)", "sim(s)",
-	       "flow(s)", "MFU", "peak(GB)", "bubble", "exposed");
-	for (size_t i = 0; i < n && i < show; i++) {
-		char name[128];
-		scn_plan_layout_name(&v[i].c, name, sizeof(name));
-		printf("%-4zu %-52s %10.4f ", i + 1, name, v[i].c.step_s);
-		if (isnan(v[i].sim_s)) {   /* the simulation refused it */
-			printf("%10s\n", "failed");
-			continue;
-		}
-		printf("%10.4f ", v[i].sim_s);
-		if (isnan(v[i].flow_s))
-			printf("%10s ", "-");
-		else
-			printf("%10.4f ", v[i].flow_s);
-		printf("%7.4f %9.1f %9.4f %9.4f\n", v[i].r.mfu, v[i].r.peak_bytes / 1e9,
-		       v[i].r.bubble_s, v[i].r.exposed_comm_s);
-	}
 }
 
 static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total, size_t fits,
@@ -477,11 +459,18 @@ static int plan_run(struct cli_args *a)
 		par_compute_model_free(cm);
 		return CLI_OK;
 	}
+	struct sim_store *st = NULL;
+	int db_rc = cli_has(a, "db") ? cli_store_open(a, cli_str(a, "db", ""), &st) : CLI_OK;
+	if (db_rc != CLI_OK) {
+		par_compute_model_free(cm);
+		return db_rc;
+	}
 	double t0 = now_s();
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
 						 (uint32_t)gpus, cm, err, sizeof(err));
 	if (!pl) {
 		par_compute_model_free(cm);
+		sim_store_close(st);
 		return cli_error(a, CLI_BADINPUT, "%s: cluster: %s", a->pos[0], err);
 	}
 	par_planner_rules(pl, rules, nrules);
@@ -496,6 +485,7 @@ static int plan_run(struct cli_args *a)
 		par_planner_free(pl);
 		par_compute_model_free(cm);
 		free(cands);
+		sim_store_close(st);
 		return CLI_BADINPUT;
 	}
 	if (comparing) {
@@ -504,6 +494,7 @@ static int plan_run(struct cli_args *a)
 			par_planner_free(pl);
 			par_compute_model_free(cm);
 			free(cands);
+			sim_store_close(st);
 			return cli_error(a, CLI_BADINPUT, "option --compare: the layout cannot run: %s",
 					 why);
 		}
@@ -521,6 +512,7 @@ static int plan_run(struct cli_args *a)
 	if (!n) {
 		par_compute_model_free(cm);
 		free(cands);
+		sim_store_close(st);
 		return cli_error(a, CLI_NOFIT, "none of %llu layouts fits: %llu invalid, %llu out of "
 				 "memory%s", (unsigned long long)total,
 				 (unsigned long long)dropped[PAR_DROP_INVALID],
@@ -577,7 +569,7 @@ static int plan_run(struct cli_args *a)
 		       (unsigned long long)dropped[PAR_DROP_MEMORY], held, per_s, m,
 		       blocker ? "" : " (symmetry-collapsed: one data-parallel replica for all)", af,
 		       nflow, ff, blocker || run.exact_flow ? " (every rank)" : " (collapsed)");
-		print_table(v, m, (size_t)show);
+		scn_plan_print_table(stdout, v, m, (size_t)show);
 		struct scn_plan_order o;
 		scn_plan_order(v, m, &o);
 		if (!isnan(o.rho))
@@ -593,10 +585,31 @@ static int plan_run(struct cli_args *a)
 			print_compare(v, m, find_layout(v, m, &cmp));
 	}
 	disagreement(v, m);
+	int store_rc = CLI_OK;
+	if (st) {
+		struct scn_plan_head h = {
+			.gpus = (uint32_t)gpus, .candidates = total, .fits = n,
+			.invalid = dropped[PAR_DROP_INVALID], .no_memory = dropped[PAR_DROP_MEMORY],
+			.held_out = dropped[PAR_DROP_RULES], .replaced = fails.nofit,
+			.collapsed = !blocker, .wall_s = wall,
+			.compare_at = comparing ? find_layout(v, m, &cmp) : m,
+		};
+		struct scn_plan_order o;
+		scn_plan_order(v, m, &o);
+		h.rho = o.rho;
+		snprintf(h.command, sizeof(h.command), "%s", a->line ? a->line : "");
+		snprintf(h.scenario, sizeof(h.scenario), "%s", a->pos[0]);
+		char e[512];
+		if (scn_plan_store(sim_store_db(st), &h, v, m, e, sizeof(e)) < 0)
+			store_rc = cli_error(a, CLI_FAIL, "--db: %s", e);
+	}
+	sim_store_close(st);
 	scn_plan_free(v, m);
 	free(v);
 	free(cands);
 	par_compute_model_free(cm);
+	if (store_rc != CLI_OK)
+		return store_rc;
 	if (failures)
 		return cli_error(a, CLI_FAIL, "%zu of %zu simulations failed (named above); the "
 				 "ranking leaves them out", failures, m + nflow);

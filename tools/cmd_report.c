@@ -23,12 +23,15 @@
 #include "parallel/result.h"
 #include "parallel/result_text.h"
 #include "parallel/train.h"
+#include "scenarios/plan_sim.h"
 #include "sim/store.h"
 #include "sim/store_read.h"
 #include "sim/util.h"
 
 static const struct cli_opt report_opts[] = {
 	{ "run", 'r', CLI_COUNT, "ID", "the newest complete run", "which run to report" },
+	{ "plan", 0, CLI_STR, "ID", NULL,
+	  "print a stored plan (clustersim plan --db) instead of a run: its id, or last" },
 	{ "json", 0, CLI_FLAG, NULL, NULL,
 	  "print one JSON object: the keys of clustersim run --json (or of clustersim "
 	  "collective --json for a collective run)" },
@@ -334,10 +337,65 @@ static int report_print(struct report *r)
 	return CLI_OK;
 }
 
+/* --plan: a stored plan's counts, ranking and Spearman's rho, as plan
+ * printed them. */
+static int report_plan(struct cli_args *a)
+{
+	const char *which = cli_str(a, "plan", "last");
+	long long id = 0;
+	if (strcmp(which, "last")) {
+		char *end;
+		id = strtoll(which, &end, 10);
+		if (*end || id < 1)
+			return cli_error(a, CLI_BADINPUT, "option --plan: expected a plan's id (a whole "
+					 "number from 1) or last, got '%s'", which);
+	}
+	if (cli_has(a, "json") || cli_has(a, "run"))
+		return cli_error(a, CLI_BADINPUT, "option --plan: prints text, without --run or "
+				 "--json (query the plans and plan_layouts tables for more)");
+	struct sim_store_read *db;
+	int rc = cli_read_open(a, &db);
+	if (rc != CLI_OK)
+		return rc;
+	struct scn_plan_head h;
+	struct scn_plan_layout *v;
+	size_t n;
+	char err[512];
+	int got = scn_plan_load(sim_store_read_db(db), id, &h, &v, &n, err, sizeof(err));
+	sim_store_read_close(db);
+	if (got < 0)
+		return cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], err);
+	if (got > 0)
+		return cli_error(a, CLI_BADINPUT, "%s has no plan%s%s (clustersim plan --db stores "
+				 "one)", a->pos[0], id ? " " : "", id ? which : "");
+	printf("clustersim report: plan %lld of %s: %s\n", (long long)h.id, a->pos[0], h.command);
+	printf("%s on %u GPUs: %llu layouts, %llu valid and fitting (%llu invalid, %llu out of "
+	       "memory, %llu held out by --fix and --exclude); %zu simulated (%llu more did not fit "
+	       "after all and were replaced)%s\n\n", h.scenario, h.gpus,
+	       (unsigned long long)h.candidates, (unsigned long long)h.fits,
+	       (unsigned long long)h.invalid, (unsigned long long)h.no_memory,
+	       (unsigned long long)h.held_out, n, (unsigned long long)h.replaced,
+	       h.collapsed ? ", one data-parallel replica for all" : "");
+	scn_plan_print_table(stdout, v, n, n);
+	if (h.rho == h.rho)
+		printf("\nEstimate against the analytic simulation: Spearman's rho %.3f over the "
+		       "simulated layouts.\n", h.rho);
+	if (h.compare_at < n) {
+		char name[128];
+		scn_plan_layout_name(&v[h.compare_at].c, name, sizeof(name));
+		printf("The --compare layout was #%zu: %s.\n", h.compare_at + 1, name);
+	}
+	scn_plan_free(v, n);
+	free(v);
+	return CLI_OK;
+}
+
 static int report_run(struct cli_args *a)
 {
 	if (a->npos != 1)
 		return cli_error(a, CLI_BADINPUT, "expected one database file (clustersim report DB)");
+	if (cli_has(a, "plan"))
+		return report_plan(a);
 	struct report r = { .a = a };
 	if (cli_count(a, "run", 1, INT64_MAX, &r.run) < 0)
 		return CLI_BADINPUT;
@@ -356,11 +414,13 @@ static int report_run(struct cli_args *a)
 
 const struct cli_cmd cli_cmd_report = {
 	.name = "report",
-	.usage = "DB [--run ID] [--json]",
+	.usage = "DB [--run ID] [--json] | DB --plan ID|last",
 	.summary = "Print a stored run's report again, from the database alone.",
 	.description =
 		"Reads a database written with --db and prints the report of one complete\n"
-		"run (--run, else the newest complete one) without simulating anything.\n"
+		"run (--run, else the newest complete one) without simulating anything; with\n"
+		"--plan ID (or last), a plan stored by clustersim plan --db instead: its counts,\n"
+		"its whole ranking as plan printed it, Spearman's rho and the --compare layout.\n"
 		"\n"
 		"For a run of clustersim run: a first line naming the run and its command,\n"
 		"then the lines of that command's text report (model, cluster, layout, memory\n"

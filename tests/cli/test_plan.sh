@@ -147,6 +147,24 @@ grep -q "^Your layout (--compare): tp2 pp1" "$T/cmp.out" && grep -q "^Why not an
 ! grep -q '"zero":3' "$T/ex.json" && ok "--exclude zero=3: no ZeRO-3 layout, families included" ||
 	bad "zero3 after --exclude"
 
+# --db keeps the plan: report --plan prints its ranking again, row for row.
+"$CS" plan "$SC" --gpus 16 --analytic 6 --top 1 --show 100 --compare tp=2 --db "$T/p.db" \
+	> "$T/db.out" 2>/dev/null && ok "plan --db" || bad "plan --db exits $?"
+"$CS" report "$T/p.db" --plan last > "$T/rep.out" 2> "$T/err" && ok "report --plan last" ||
+	bad "report --plan: $(cat "$T/err")"
+grep '^[0-9]  *tp' "$T/db.out" > "$T/a.rows"
+grep '^[0-9]  *tp' "$T/rep.out" > "$T/b.rows"
+[ -s "$T/a.rows" ] && cmp -s "$T/a.rows" "$T/b.rows" && ok "the stored ranking is the printed one" ||
+	bad "rows differ: $(diff "$T/a.rows" "$T/b.rows" | head -5)"
+[ "$(sqlite3 "$T/p.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 1")" = \
+	"$(wc -l < "$T/a.rows")" ] &&
+	[ "$(sqlite3 "$T/p.db" "SELECT count(*) FROM plan_layouts WHERE compared = 1")" = 1 ] &&
+	ok "plan_layouts holds every simulated layout, the compared one marked" ||
+	bad "plan_layouts: $(sqlite3 "$T/p.db" "SELECT place, tp, compared FROM plan_layouts")"
+"$CS" report "$T/p.db" --plan 9 > "$T/out" 2>&1
+[ $? = 2 ] && grep -q "has no plan 9" "$T/out" && ok "report --plan of a missing plan: exit 2" ||
+	bad "missing plan: $(cat "$T/out")"
+
 # Bad input: each a clear error and exit 2.
 check_bad() {
 	want=$1; shift
