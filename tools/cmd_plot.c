@@ -24,6 +24,7 @@
 #include "sim/store_read.h"
 #include "sim/util.h"
 #include "parallel/compute.h"
+#include "scenarios/plan_sim.h"
 #include "scenarios/scenario.h"
 #include "tools/plot.h"
 
@@ -45,6 +46,9 @@ static const struct cli_opt plot_opts[] = {
 	  "(`clustersim run --db`): one line per run" },
 	{ "run", 0, CLI_LIST, "ID", "every run with 2 steps or more",
 	  "with --steps, a run to draw (repeatable)" },
+	{ "plan", 0, CLI_STR, "ID", NULL,
+	  "draw instead a plan stored with `clustersim plan --db` (its id, or last): the "
+	  "estimate, analytic and flow step time of each simulated layout, in its ranking" },
 	{ "interference", 0, CLI_STR, "TABLE", NULL,
 	  "draw instead the interference curves of a calibration table (h200: "
 	  "docs/calibration.md), as the compute model reads them; no DB" },
@@ -831,6 +835,99 @@ static int plot_interference(struct cli_args *a)
 	return rc;
 }
 
+/* ---- a stored plan (--plan) ----------------------------------------------------------- */
+
+/*
+ * The layouts of a plan in the order it ranked them (x: their place), with
+ * three lines: the estimate, the analytic step time and the flow one (where
+ * run); a layout whose simulation failed has no point on the lines it
+ * lacks. How far the estimate strays from the simulation, at a glance.
+ */
+static int plot_plan(struct cli_args *a)
+{
+	if (a->npos != 1 || !cli_has(a, "svg"))
+		return cli_error(a, CLI_BADINPUT, "expected a database and --svg FILE (clustersim "
+				 "plot DB --plan ID|last --svg FILE)");
+	if (cli_has(a, "x") || cli_has(a, "y") || cli_has(a, "series") || cli_has(a, "steps"))
+		return cli_error(a, CLI_BADINPUT, "option --plan draws a plan's step times: it takes "
+				 "no --x, --y, --series or --steps");
+	const char *which = cli_str(a, "plan", "last");
+	long long id = 0;
+	if (strcmp(which, "last")) {
+		char *end;
+		id = strtoll(which, &end, 10);
+		if (*end || id < 1)
+			return cli_error(a, CLI_BADINPUT, "option --plan: expected a plan's id (a whole "
+					 "number from 1) or last, got '%s'", which);
+	}
+	struct sim_store_read *db;
+	int rc = cli_read_open(a, &db);
+	if (rc != CLI_OK)
+		return rc;
+	struct scn_plan_head h;
+	struct scn_plan_layout *v;
+	size_t n;
+	char err[512];
+	int got = scn_plan_load(sim_store_read_db(db), id, &h, &v, &n, err, sizeof(err));
+	sim_store_read_close(db);
+	if (got < 0)
+		return cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], err);
+	if (got > 0 || !n)
+		return cli_error(a, CLI_BADINPUT, "%s has no plan%s%s (clustersim plan --db stores "
+				 "one)", a->pos[0], id ? " " : "", id ? which : "");
+	struct plot_point *pts = xcalloc(3 * n, sizeof(*pts));
+	char **tips = xcalloc(n, sizeof(*tips));
+	for (size_t i = 0; i < n; i++) {
+		char name[128];
+		scn_plan_layout_name(&v[i].c, name, sizeof(name));
+		tips[i] = xasprintf("#%zu %s", i + 1, name);
+		const double y[3] = { v[i].c.step_s, v[i].sim_s, v[i].flow_s };
+		for (int k = 0; k < 3; k++)
+			pts[k * n + i] = (struct plot_point){ .x = (double)(i + 1), .y = y[k],
+							      .ok = !isnan(y[k]), .tip = tips[i] };
+	}
+	/* The flow line has points only where flow ran: the others are left
+	 * out rather than crossed. */
+	size_t nflow = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pts[2 * n + i].ok)
+			pts[2 * n + nflow++] = pts[2 * n + i];
+	const struct plot_line lines[] = {
+		{ .label = "estimate", .pts = pts, .n = n },
+		{ .label = "analytic simulation", .pts = pts + n, .n = n },
+		{ .label = "flow simulation", .pts = pts + 2 * n, .n = nflow },
+	};
+	char *title = xasprintf("Plan %lld: step time of each simulated layout, estimate against "
+				"simulation", (long long)h.id);
+	char *note = h.rho == h.rho
+			     ? xasprintf("%s on %u GPUs: Spearman's rho %.3f", h.scenario, h.gpus, h.rho)
+			     : xasprintf("%s on %u GPUs", h.scenario, h.gpus);
+	struct plot p = {
+		.title = title, .command = h.command, .note = note, .xkind = PLOT_X_NUMBER,
+		.xtitle = "place in the plan's ranking", .ytitle = "step time (s)",
+		.legend_title = "step time by", .lines = lines,
+		.nlines = nflow ? 3 : 2, .bad_label = "simulation failed",
+	};
+	struct sim_out o;
+	const char *svg = cli_str(a, "svg", "-");
+	rc = cli_out_open(a, "option --svg", svg, &o);
+	if (rc == CLI_OK) {
+		rc = plot_write(&p, o.f) == 0 ? CLI_OK
+					       : cli_error(a, CLI_FAIL, "option --svg: error writing "
+							   "'%s': %s", svg, strerror(errno));
+		rc = cli_out_commit(a, "option --svg", &o, rc);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(tips[i]);
+	free(tips);
+	free(pts);
+	free(title);
+	free(note);
+	scn_plan_free(v, n);
+	free(v);
+	return rc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 /* The options that need no database: positional, required, the metric. */
@@ -892,6 +989,8 @@ static int plot_run(struct cli_args *a)
 {
 	if (cli_has(a, "interference"))
 		return plot_interference(a);
+	if (cli_has(a, "plan"))
+		return plot_plan(a);
 	struct plotctx c = { .a = a, .path = a->pos[0] };
 	int rc = check_opts(&c);
 	if (rc == CLI_OK)
@@ -916,9 +1015,10 @@ static int plot_run(struct cli_args *a)
 const struct cli_cmd cli_cmd_plot = {
 	.name = "plot",
 	.usage = "DB --x KEY --y METRIC [--series KEY] [--where KEY=VALUE]... [--sweep ID] "
-		 "--svg FILE | DB --steps [--run ID]... --svg FILE | --interference TABLE --svg FILE",
-	.summary = "Draw a stored sweep as a line chart, runs' step times, or a calibration "
-		   "table's interference curves, in SVG.",
+		 "--svg FILE | DB --steps [--run ID]... --svg FILE | DB --plan ID|last --svg FILE | "
+		 "--interference TABLE --svg FILE",
+	.summary = "Draw a stored sweep as a line chart, runs' step times, a plan, or a "
+		   "calibration table's interference curves, in SVG.",
 	.description =
 		"Reads a sweep stored with `clustersim sweep --db` (the newest unless --sweep)\n"
 		"and draws METRIC against the varied key KEY (docs/img/sweep-mfu.svg). Values\n"
@@ -935,6 +1035,9 @@ const struct cli_cmd cli_cmd_plot = {
 		"stored with `clustersim run --steps N --db` (every such run, or --run's):\n"
 		"one line per run, the share of its steps at or below each time, labelled\n"
 		"with the run's variability (docs/variability.md).\n"
+		"With --plan ID (or last) it draws a plan stored with `clustersim plan --db`:\n"
+		"the estimate, the analytic and the flow step time of each simulated layout\n"
+		"against its place in the ranking (hovering names the layout).\n"
 		"With --interference TABLE (no DB) it draws the calibration table's\n"
 		"interference curves as the compute model reads them, the factor of each\n"
 		"measured kernel's time beside k blocks of communication and of the\n"

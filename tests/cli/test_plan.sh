@@ -161,6 +161,11 @@ grep '^[0-9]  *tp' "$T/rep.out" > "$T/b.rows"
 	[ "$(sqlite3 "$T/p.db" "SELECT count(*) FROM plan_layouts WHERE compared = 1")" = 1 ] &&
 	ok "plan_layouts holds every simulated layout, the compared one marked" ||
 	bad "plan_layouts: $(sqlite3 "$T/p.db" "SELECT place, tp, compared FROM plan_layouts")"
+"$CS" plot "$T/p.db" --plan last --svg "$T/plan.svg" 2> "$T/err" &&
+	grep -q "estimate" "$T/plan.svg" && grep -q "analytic simulation" "$T/plan.svg" &&
+	{ ! command -v xmllint >/dev/null 2>&1 || xmllint --noout "$T/plan.svg"; } &&
+	ok "plot --plan draws the estimate against the simulations" ||
+	bad "plot --plan: $(cat "$T/err")"
 "$CS" report "$T/p.db" --plan 9 > "$T/out" 2>&1
 [ $? = 2 ] && grep -q "has no plan 9" "$T/out" && ok "report --plan of a missing plan: exit 2" ||
 	bad "missing plan: $(cat "$T/out")"
