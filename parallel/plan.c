@@ -43,6 +43,9 @@ struct shape {
 	double slow_fwd, slow_bwd;  /* what the kernels lose beside a kernel
 				   * of `blocks` CUDA blocks (interference) */
 	unsigned blocks;
+	double embed, head;       /* the embedding's and the LM head's (with
+				   * the loss) kernels and TP collectives,
+				   * forward and backward                  */
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
@@ -528,6 +531,16 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
 	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
 	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
+	/* The first stage's embedding, the last stage's head and loss. */
+	for (int ph = 0; ph < 2; ph++) {
+		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
+		n = par_embed_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
+		s.embed += kernels_s(p, ops, n, &local, tp, 1, 0) +
+			   tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+		n = par_head_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
+		s.head += kernels_s(p, ops, n, &local, tp, 1, 0) +
+			  tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+	}
 	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
 	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
 	double mod[64];
@@ -607,9 +620,13 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
 	int pp_inside = p->cl.kind != TOPO_IDEAL && 2ull * l->tp * l->cp <= gpn;
 	double p2p = l->pp > 1 ? 2 * hop_s(p, act_bytes, pp_inside) : 0;
-	double stage = per * (fwd + bwd) + p2p;
+	/* The embedding on the first stage, the head and loss on the last:
+	 * both on one stage without a pipeline, else the larger sets the pace
+	 * of the slowest stage. */
+	double edges = l->pp == 1 ? s->embed + s->head : fmax(s->embed, s->head);
+	double stage = per * (fwd + bwd) + edges + p2p;
 	const struct par_schedule_ops *sched = st->schedule;
-	struct par_stage_cost cost = stage_cost(stage, per * bwd + p2p / 2);
+	struct par_stage_cost cost = stage_cost(stage, per * bwd + edges * 2 / 3 + p2p / 2);
 	/* Memory: the model states (the strategy's closed form), the first
 	 * stage's micro-batches in flight (the schedule's). */
 	double params = rank_params(p, l);
