@@ -152,8 +152,8 @@ grep -q "^Your layout (--compare): tp2 pp1" "$T/cmp.out" && grep -q "^Why not an
 	> "$T/db.out" 2>/dev/null && ok "plan --db" || bad "plan --db exits $?"
 "$CS" report "$T/p.db" --plan last > "$T/rep.out" 2> "$T/err" && ok "report --plan last" ||
 	bad "report --plan: $(cat "$T/err")"
-grep '^[0-9]  *tp' "$T/db.out" > "$T/a.rows"
-grep '^[0-9]  *tp' "$T/rep.out" > "$T/b.rows"
+grep '^[0-9][0-9]*  *tp' "$T/db.out" > "$T/a.rows"
+grep '^[0-9][0-9]*  *tp' "$T/rep.out" > "$T/b.rows"
 [ -s "$T/a.rows" ] && cmp -s "$T/a.rows" "$T/b.rows" && ok "the stored ranking is the printed one" ||
 	bad "rows differ: $(diff "$T/a.rows" "$T/b.rows" | head -5)"
 [ "$(sqlite3 "$T/p.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 1")" = \
