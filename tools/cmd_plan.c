@@ -559,7 +559,8 @@ static int plan_run(struct cli_args *a)
 			snprintf(af, sizeof(af), " (%zu failed)", afail);
 		if (fails.nofit)
 			snprintf(af + strlen(af), sizeof(af) - strlen(af), " (%zu more did not fit "
-				 "after all and were replaced)", fails.nofit);
+				 "after all and %s replaced)", fails.nofit,
+				 fails.nofit == 1 ? "was" : "were");
 		if (ffail)
 			snprintf(ff, sizeof(ff), " (%zu failed)", ffail);
 		printf("clustersim plan: %s on %lld GPUs: %llu layouts, %zu valid and fitting "
