@@ -5,7 +5,6 @@
 
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "scenarios/scenario.h"
 #include "scenarios/train_of.h"
 #include "sim/pool.h"
+#include "sim/store.h"
 #include "sim/util.h"
 
 static void figures_of(const struct par_report *r, struct scn_plan_figures *f)
@@ -379,203 +379,104 @@ void scn_plan_print_table(FILE *out, const struct scn_plan_layout *v, size_t n, 
 	}
 }
 
-static int sql_fail(sqlite3 *db, char *err, size_t errlen, const char *what)
+static const double *figs_of(const struct scn_plan_figures *f, double out[SIM_STORE_PLAN_FIGS])
 {
-	snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
-	return -1;
+	const double v[SIM_STORE_PLAN_FIGS] = {
+		f->mfu, f->tokens_per_s, f->peak_bytes, f->reserve_bytes, f->capacity_bytes,
+		f->compute_s, f->interference_s, f->bubble_s, f->exposed_comm_s, f->idle_s,
+		f->exposed_by[PAR_COMM_TP], f->exposed_by[PAR_COMM_DP], f->exposed_by[PAR_COMM_PP],
+		f->exposed_by[PAR_COMM_CP], f->exposed_by[PAR_COMM_HOST],
+	};
+	memcpy(out, v, sizeof(v));
+	return out;
 }
 
-/* Bind a double, NULL for NaN. */
-static void bind_num(sqlite3_stmt *s, int i, double x)
-{
-	if (isnan(x))
-		sqlite3_bind_null(s, i);
-	else
-		sqlite3_bind_double(s, i, x);
-}
-
-int64_t scn_plan_store(sqlite3 *db, const struct scn_plan_head *h,
+int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 		       const struct scn_plan_layout *v, size_t n, char *err, size_t errlen)
 {
-	static const char head_sql[] =
-		"INSERT INTO plans (created_utc, command, scenario, gpus, candidates, fits, invalid, "
-		"no_memory, held_out, replaced, collapsed, spearman_rho, wall_s) VALUES "
-		"(strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-	static const char row_sql[] =
-		"INSERT INTO plan_layouts (plan_id, place, estimate_rank, tp, sp, pp, vpp, cp, ep, dp, "
-		"micro_batch, zero, recompute, estimate_s, step_time_s, flow_step_time_s, failed, mfu, "
-		"tokens_per_s, peak_bytes, reserve_bytes, capacity_bytes, compute_s, interference_s, "
-		"bubble_s, exposed_comm_s, idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, "
-		"exposed_cp_s, exposed_host_s, families, compared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-		"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-		return sql_fail(db, err, errlen, "starting the plan's transaction");
-	if (sqlite3_prepare_v2(db, head_sql, -1, &s, NULL) != SQLITE_OK)
-		goto fail;
-	sqlite3_bind_text(s, 1, h->command, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(s, 2, h->scenario, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 3, h->gpus);
-	const uint64_t counts[] = { h->candidates, h->fits, h->invalid, h->no_memory, h->held_out,
-				    h->replaced };
-	for (int i = 0; i < 6; i++)
-		sqlite3_bind_int64(s, 4 + i, (sqlite3_int64)counts[i]);
-	sqlite3_bind_int(s, 10, h->collapsed);
-	bind_num(s, 11, h->rho);
-	sqlite3_bind_double(s, 12, h->wall_s);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(s);
-	int64_t id = sqlite3_last_insert_rowid(db);
-	if (sqlite3_prepare_v2(db, row_sql, -1, &s, NULL) != SQLITE_OK)
-		goto fail;
+	struct sim_store_plan_head sh = {
+		.gpus = h->gpus, .candidates = h->candidates, .fits = h->fits,
+		.invalid = h->invalid, .no_memory = h->no_memory, .held_out = h->held_out,
+		.replaced = h->replaced, .collapsed = h->collapsed, .rho = h->rho,
+		.wall_s = h->wall_s,
+	};
+	snprintf(sh.command, sizeof(sh.command), "%s", h->command);
+	snprintf(sh.scenario, sizeof(sh.scenario), "%s", h->scenario);
+	struct sim_store_plan_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
 	for (size_t i = 0; i < n; i++) {
 		const struct scn_plan_layout *x = &v[i];
 		const struct par_layout *l = &x->c.layout;
-		const struct scn_plan_figures *f = &x->r;
-		int ran = !isnan(x->sim_s), k = 1;
-		sqlite3_reset(s);
-		sqlite3_clear_bindings(s);
-		sqlite3_bind_int64(s, k++, id);
-		sqlite3_bind_int64(s, k++, (sqlite3_int64)i + 1);
-		sqlite3_bind_int64(s, k++, x->est_rank);
-		const uint32_t keys[] = { l->tp, l->sp, l->pp, l->vpp, l->cp, l->ep, l->dp,
-					  x->c.micro_batch, l->zero };
-		for (size_t j = 0; j < ARRAY_SIZE(keys); j++)
-			sqlite3_bind_int64(s, k++, keys[j]);
-		sqlite3_bind_text(s, k++, rc_names[x->c.recompute], -1, SQLITE_STATIC);
-		sqlite3_bind_double(s, k++, x->c.step_s);
-		bind_num(s, k++, x->sim_s);
-		bind_num(s, k++, x->flow_s);
-		if (x->why)
-			sqlite3_bind_text(s, k++, x->why, -1, SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(s, k++);
-		const double figs[] = { f->mfu, f->tokens_per_s, f->peak_bytes, f->reserve_bytes,
-					f->capacity_bytes, f->compute_s, f->interference_s,
-					f->bubble_s, f->exposed_comm_s, f->idle_s,
-					f->exposed_by[PAR_COMM_TP], f->exposed_by[PAR_COMM_DP],
-					f->exposed_by[PAR_COMM_PP], f->exposed_by[PAR_COMM_CP],
-					f->exposed_by[PAR_COMM_HOST] };
-		for (size_t j = 0; j < ARRAY_SIZE(figs); j++)
-			bind_num(s, k++, ran ? figs[j] : NAN);
-		char fam[256] = "";
+		struct sim_store_plan_row *r = &rows[i];
+		*r = (struct sim_store_plan_row){
+			.estimate_rank = x->est_rank, .tp = l->tp, .sp = l->sp, .pp = l->pp,
+			.vpp = l->vpp, .cp = l->cp, .ep = l->ep, .dp = l->dp,
+			.micro_batch = x->c.micro_batch, .zero = l->zero, .estimate_s = x->c.step_s,
+			.step_time_s = x->sim_s, .flow_step_time_s = x->flow_s, .failed = x->why,
+			.compared = i == h->compare_at,
+		};
+		snprintf(r->recompute, sizeof(r->recompute), "%s", rc_names[x->c.recompute]);
+		figs_of(&x->r, r->fig);
+		if (isnan(x->sim_s))
+			for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
+				r->fig[j] = NAN;
 		for (unsigned q = 0; q < PAR_PLAN_NFAMILIES; q++)
 			if (par_plan_in_family(q, &x->c))
-				snprintf(fam + strlen(fam), sizeof(fam) - strlen(fam), "%s%s",
-					 fam[0] ? "," : "", par_plan_family_name(q));
-		sqlite3_bind_text(s, k++, fam, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(s, k++, i == h->compare_at);
-		if (sqlite3_step(s) != SQLITE_DONE)
-			goto fail;
+				snprintf(r->families + strlen(r->families),
+					 sizeof(r->families) - strlen(r->families), "%s%s",
+					 r->families[0] ? "," : "", par_plan_family_name(q));
 	}
-	sqlite3_finalize(s);
-	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		return sql_fail(db, err, errlen, "storing the plan");
+	int64_t id = sim_store_plan_write(db, &sh, rows, n, err, errlen);
+	free(rows);   /* the failed strings are v's */
 	return id;
-fail:
-	sql_fail(db, err, errlen, "storing the plan");
-	sqlite3_finalize(s);
-	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	return -1;
 }
 
-/* A column as a double, NaN for NULL. */
-static double col_num(sqlite3_stmt *s, int i)
+int scn_plan_load(struct sqlite3 *db, int64_t id, struct scn_plan_head *h,
+		  struct scn_plan_layout **vp, size_t *np, char *err, size_t errlen)
 {
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
-}
-
-int scn_plan_load(sqlite3 *db, int64_t id, struct scn_plan_head *h, struct scn_plan_layout **vp,
-		  size_t *np, char *err, size_t errlen)
-{
-	sqlite3_stmt *s = NULL;
+	struct sim_store_plan_head sh;
+	struct sim_store_plan_row *rows;
+	size_t n;
 	*vp = NULL, *np = 0;
 	memset(h, 0, sizeof(*h));
-	const char *q = id ? "SELECT id, command, scenario, gpus, candidates, fits, invalid, "
-			     "no_memory, held_out, replaced, collapsed, spearman_rho, wall_s FROM plans "
-			     "WHERE id = ?"
-			   : "SELECT id, command, scenario, gpus, candidates, fits, invalid, "
-			     "no_memory, held_out, replaced, collapsed, spearman_rho, wall_s FROM plans "
-			     "ORDER BY id DESC LIMIT 1";
-	if (sqlite3_prepare_v2(db, q, -1, &s, NULL) != SQLITE_OK)
-		return sql_fail(db, err, errlen, "reading the plans");
-	if (id)
-		sqlite3_bind_int64(s, 1, id);
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(s);
-		return rc == SQLITE_DONE ? 1 : sql_fail(db, err, errlen, "reading the plans");
-	}
-	h->id = sqlite3_column_int64(s, 0);
-	snprintf(h->command, sizeof(h->command), "%s",
-		 sqlite3_column_text(s, 1) ? (const char *)sqlite3_column_text(s, 1) : "");
-	snprintf(h->scenario, sizeof(h->scenario), "%s",
-		 sqlite3_column_text(s, 2) ? (const char *)sqlite3_column_text(s, 2) : "");
-	h->gpus = (uint32_t)sqlite3_column_int64(s, 3);
-	uint64_t *counts[] = { &h->candidates, &h->fits, &h->invalid, &h->no_memory, &h->held_out,
-			       &h->replaced };
-	for (int i = 0; i < 6; i++)
-		*counts[i] = (uint64_t)sqlite3_column_int64(s, 4 + i);
-	h->collapsed = sqlite3_column_int(s, 10);
-	h->rho = col_num(s, 11);
-	h->wall_s = sqlite3_column_double(s, 12);
-	sqlite3_finalize(s);
-	static const char rows[] =
-		"SELECT estimate_rank, tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero, recompute, "
-		"estimate_s, step_time_s, flow_step_time_s, failed, mfu, tokens_per_s, peak_bytes, "
-		"reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s, exposed_comm_s, "
-		"idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, exposed_cp_s, exposed_host_s, "
-		"compared FROM plan_layouts WHERE plan_id = ? ORDER BY place";
-	if (sqlite3_prepare_v2(db, rows, -1, &s, NULL) != SQLITE_OK)
-		return sql_fail(db, err, errlen, "reading the plan's layouts");
-	sqlite3_bind_int64(s, 1, h->id);
-	size_t cap = 16, n = 0;
-	struct scn_plan_layout *v = xcalloc(cap, sizeof(*v));
-	h->compare_at = SIZE_MAX;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap)
-			v = xreallocarray(v, cap *= 2, sizeof(*v));
-		struct scn_plan_layout *x = &v[n];
-		*x = (struct scn_plan_layout){ .est_rank = (uint32_t)sqlite3_column_int64(s, 0) };
+	int rc = sim_store_plan_read(db, id, &sh, &rows, &n, err, errlen);
+	if (rc)
+		return rc;
+	snprintf(h->command, sizeof(h->command), "%s", sh.command);
+	snprintf(h->scenario, sizeof(h->scenario), "%s", sh.scenario);
+	h->gpus = sh.gpus, h->candidates = sh.candidates, h->fits = sh.fits;
+	h->invalid = sh.invalid, h->no_memory = sh.no_memory, h->held_out = sh.held_out;
+	h->replaced = sh.replaced, h->collapsed = sh.collapsed, h->rho = sh.rho;
+	h->wall_s = sh.wall_s, h->id = sh.id, h->compare_at = n;
+	struct scn_plan_layout *v = xcalloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_store_plan_row *r = &rows[i];
+		struct scn_plan_layout *x = &v[i];
 		struct par_layout *l = &x->c.layout;
-		uint32_t *keys[] = { &l->tp, NULL, &l->pp, &l->vpp, &l->cp, &l->ep, &l->dp,
-				     &x->c.micro_batch, &l->zero };
-		for (int j = 0; j < 9; j++)
-			if (keys[j])
-				*keys[j] = (uint32_t)sqlite3_column_int64(s, 1 + j);
-		l->sp = sqlite3_column_int(s, 2) != 0;
-		const char *rcn = (const char *)sqlite3_column_text(s, 10);
-		for (int j = 0; rcn && j < 3; j++)
-			if (!strcmp(rcn, rc_names[j]))
+		x->est_rank = r->estimate_rank;
+		l->tp = r->tp, l->sp = r->sp != 0, l->pp = r->pp, l->vpp = r->vpp, l->cp = r->cp;
+		l->ep = r->ep, l->dp = r->dp, l->zero = r->zero;
+		x->c.micro_batch = r->micro_batch;
+		for (int j = 0; j < 3; j++)
+			if (!strcmp(r->recompute, rc_names[j]))
 				x->c.recompute = (enum par_recompute)j;
-		x->c.step_s = col_num(s, 11);
-		x->sim_s = col_num(s, 12);
-		x->flow_s = col_num(s, 13);
-		if (sqlite3_column_text(s, 14))
-			x->why = xstrdup((const char *)sqlite3_column_text(s, 14));
+		x->c.step_s = r->estimate_s, x->sim_s = r->step_time_s;
+		x->flow_s = r->flow_step_time_s;
+		x->why = r->failed ? xstrdup(r->failed) : NULL;
 		struct scn_plan_figures *f = &x->r;
-		double *figs[] = { &f->mfu, &f->tokens_per_s, &f->peak_bytes, &f->reserve_bytes,
-				   &f->capacity_bytes, &f->compute_s, &f->interference_s,
-				   &f->bubble_s, &f->exposed_comm_s, &f->idle_s,
-				   &f->exposed_by[PAR_COMM_TP], &f->exposed_by[PAR_COMM_DP],
-				   &f->exposed_by[PAR_COMM_PP], &f->exposed_by[PAR_COMM_CP],
-				   &f->exposed_by[PAR_COMM_HOST] };
-		for (size_t j = 0; j < ARRAY_SIZE(figs); j++)
-			*figs[j] = col_num(s, 15 + (int)j);
+		double *figs[SIM_STORE_PLAN_FIGS] = {
+			&f->mfu, &f->tokens_per_s, &f->peak_bytes, &f->reserve_bytes,
+			&f->capacity_bytes, &f->compute_s, &f->interference_s, &f->bubble_s,
+			&f->exposed_comm_s, &f->idle_s, &f->exposed_by[PAR_COMM_TP],
+			&f->exposed_by[PAR_COMM_DP], &f->exposed_by[PAR_COMM_PP],
+			&f->exposed_by[PAR_COMM_CP], &f->exposed_by[PAR_COMM_HOST],
+		};
+		for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
+			*figs[j] = r->fig[j];
 		f->step_time_s = isnan(x->flow_s) ? x->sim_s : x->flow_s;
-		if (sqlite3_column_int(s, 30))
-			h->compare_at = n;
-		n++;
+		if (r->compared)
+			h->compare_at = i;
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		scn_plan_free(v, n);
-		free(v);
-		return sql_fail(db, err, errlen, "reading the plan's layouts");
-	}
-	if (h->compare_at == SIZE_MAX)
-		h->compare_at = n;
+	sim_store_plan_rows_free(rows, n);
 	*vp = v, *np = n;
 	return 0;
 }

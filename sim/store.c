@@ -1492,3 +1492,186 @@ int64_t sim_store_last_complete(struct sim_store *st)
 	sqlite3_reset(s);
 	return id;
 }
+
+/* ---- plans (clustersim plan --db) ------------------------------------------------- */
+
+static int plan_sql_fail(sqlite3 *db, char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+	return -1;
+}
+
+/* Bind a double, NULL for NaN. */
+static void plan_bind_num(sqlite3_stmt *s, int i, double x)
+{
+	if (isnan(x))
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_double(s, i, x);
+}
+
+/* A column as a double, NaN for NULL. */
+static double plan_col_num(sqlite3_stmt *s, int i)
+{
+	return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+}
+
+int64_t sim_store_plan_write(sqlite3 *db, const struct sim_store_plan_head *h,
+			     const struct sim_store_plan_row *rows, size_t n, char *err,
+			     size_t errlen)
+{
+	static const char head_sql[] =
+		"INSERT INTO plans (created_utc, command, scenario, gpus, candidates, fits, invalid, "
+		"no_memory, held_out, replaced, collapsed, spearman_rho, wall_s) VALUES "
+		"(strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	static const char row_sql[] =
+		"INSERT INTO plan_layouts (plan_id, place, estimate_rank, tp, sp, pp, vpp, cp, ep, dp, "
+		"micro_batch, zero, recompute, estimate_s, step_time_s, flow_step_time_s, failed, mfu, "
+		"tokens_per_s, peak_bytes, reserve_bytes, capacity_bytes, compute_s, interference_s, "
+		"bubble_s, exposed_comm_s, idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, "
+		"exposed_cp_s, exposed_host_s, families, compared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+		"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return plan_sql_fail(db, err, errlen, "starting the plan's transaction");
+	if (sqlite3_prepare_v2(db, head_sql, -1, &s, NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_text(s, 1, h->command, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 2, h->scenario, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(s, 3, h->gpus);
+	const uint64_t counts[] = { h->candidates, h->fits, h->invalid, h->no_memory, h->held_out,
+				    h->replaced };
+	for (int i = 0; i < 6; i++)
+		sqlite3_bind_int64(s, 4 + i, (sqlite3_int64)counts[i]);
+	sqlite3_bind_int(s, 10, h->collapsed);
+	plan_bind_num(s, 11, h->rho);
+	sqlite3_bind_double(s, 12, h->wall_s);
+	if (sqlite3_step(s) != SQLITE_DONE)
+		goto fail;
+	sqlite3_finalize(s);
+	int64_t id = sqlite3_last_insert_rowid(db);
+	if (sqlite3_prepare_v2(db, row_sql, -1, &s, NULL) != SQLITE_OK)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_store_plan_row *r = &rows[i];
+		int k = 1;
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+		sqlite3_bind_int64(s, k++, id);
+		sqlite3_bind_int64(s, k++, (sqlite3_int64)i + 1);
+		sqlite3_bind_int64(s, k++, r->estimate_rank);
+		const uint32_t keys[] = { r->tp, r->sp, r->pp, r->vpp, r->cp, r->ep, r->dp,
+					  r->micro_batch, r->zero };
+		for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+			sqlite3_bind_int64(s, k++, keys[j]);
+		sqlite3_bind_text(s, k++, r->recompute, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_double(s, k++, r->estimate_s);
+		plan_bind_num(s, k++, r->step_time_s);
+		plan_bind_num(s, k++, r->flow_step_time_s);
+		if (r->failed)
+			sqlite3_bind_text(s, k++, r->failed, -1, SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(s, k++);
+		for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
+			plan_bind_num(s, k++, r->fig[j]);
+		sqlite3_bind_text(s, k++, r->families, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(s, k++, r->compared);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			goto fail;
+	}
+	sqlite3_finalize(s);
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return plan_sql_fail(db, err, errlen, "storing the plan");
+	return id;
+fail:
+	plan_sql_fail(db, err, errlen, "storing the plan");
+	sqlite3_finalize(s);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+void sim_store_plan_rows_free(struct sim_store_plan_row *rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++)
+		free(rows[i].failed);
+	free(rows);
+}
+
+int sim_store_plan_read(sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
+			struct sim_store_plan_row **rowsp, size_t *np, char *err, size_t errlen)
+{
+	sqlite3_stmt *s = NULL;
+	*rowsp = NULL, *np = 0;
+	memset(h, 0, sizeof(*h));
+	const char *q = id ? "SELECT id, command, scenario, gpus, candidates, fits, invalid, "
+			     "no_memory, held_out, replaced, collapsed, spearman_rho, wall_s FROM plans "
+			     "WHERE id = ?"
+			   : "SELECT id, command, scenario, gpus, candidates, fits, invalid, "
+			     "no_memory, held_out, replaced, collapsed, spearman_rho, wall_s FROM plans "
+			     "ORDER BY id DESC LIMIT 1";
+	if (sqlite3_prepare_v2(db, q, -1, &s, NULL) != SQLITE_OK)
+		return plan_sql_fail(db, err, errlen, "reading the plans");
+	if (id)
+		sqlite3_bind_int64(s, 1, id);
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(s);
+		return rc == SQLITE_DONE ? 1 : plan_sql_fail(db, err, errlen, "reading the plans");
+	}
+	h->id = sqlite3_column_int64(s, 0);
+	snprintf(h->command, sizeof(h->command), "%s",
+		 sqlite3_column_text(s, 1) ? (const char *)sqlite3_column_text(s, 1) : "");
+	snprintf(h->scenario, sizeof(h->scenario), "%s",
+		 sqlite3_column_text(s, 2) ? (const char *)sqlite3_column_text(s, 2) : "");
+	h->gpus = (uint32_t)sqlite3_column_int64(s, 3);
+	uint64_t *counts[] = { &h->candidates, &h->fits, &h->invalid, &h->no_memory, &h->held_out,
+			       &h->replaced };
+	for (int i = 0; i < 6; i++)
+		*counts[i] = (uint64_t)sqlite3_column_int64(s, 4 + i);
+	h->collapsed = sqlite3_column_int(s, 10);
+	h->rho = plan_col_num(s, 11);
+	h->wall_s = sqlite3_column_double(s, 12);
+	sqlite3_finalize(s);
+	static const char rows_sql[] =
+		"SELECT estimate_rank, tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero, recompute, "
+		"estimate_s, step_time_s, flow_step_time_s, failed, mfu, tokens_per_s, peak_bytes, "
+		"reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s, exposed_comm_s, "
+		"idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, exposed_cp_s, exposed_host_s, "
+		"families, compared FROM plan_layouts WHERE plan_id = ? ORDER BY place";
+	if (sqlite3_prepare_v2(db, rows_sql, -1, &s, NULL) != SQLITE_OK)
+		return plan_sql_fail(db, err, errlen, "reading the plan's layouts");
+	sqlite3_bind_int64(s, 1, h->id);
+	size_t cap = 16, n = 0;
+	struct sim_store_plan_row *v = xcalloc(cap, sizeof(*v));
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap)
+			v = xreallocarray(v, cap *= 2, sizeof(*v));
+		struct sim_store_plan_row *r = &v[n];
+		memset(r, 0, sizeof(*r));
+		r->estimate_rank = (uint32_t)sqlite3_column_int64(s, 0);
+		uint32_t *keys[] = { &r->tp, &r->sp, &r->pp, &r->vpp, &r->cp, &r->ep, &r->dp,
+				     &r->micro_batch, &r->zero };
+		for (int j = 0; j < 9; j++)
+			*keys[j] = (uint32_t)sqlite3_column_int64(s, 1 + j);
+		snprintf(r->recompute, sizeof(r->recompute), "%s",
+			 sqlite3_column_text(s, 10) ? (const char *)sqlite3_column_text(s, 10) : "");
+		r->estimate_s = plan_col_num(s, 11);
+		r->step_time_s = plan_col_num(s, 12);
+		r->flow_step_time_s = plan_col_num(s, 13);
+		if (sqlite3_column_text(s, 14))
+			r->failed = xstrdup((const char *)sqlite3_column_text(s, 14));
+		for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
+			r->fig[j] = plan_col_num(s, 15 + j);
+		snprintf(r->families, sizeof(r->families), "%s",
+			 sqlite3_column_text(s, 30) ? (const char *)sqlite3_column_text(s, 30) : "");
+		r->compared = sqlite3_column_int(s, 31);
+		n++;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		sim_store_plan_rows_free(v, n);
+		return plan_sql_fail(db, err, errlen, "reading the plan's layouts");
+	}
+	*rowsp = v, *np = n;
+	return 0;
+}

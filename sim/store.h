@@ -246,4 +246,44 @@ void sim_store_rows_free(struct sim_store_rows *q);
 int sim_store_report_jobs(struct sim_store_read *r, int64_t run, struct sim_store_job_row *job,
 			  size_t max, size_t *n, char *err, size_t errlen);
 
+
+/*
+ * A plan of `clustersim plan --db` (tables plans and plan_layouts,
+ * docs/schema.md): its head, and one row per simulated layout in the
+ * ranking's order. sim_store_plan_write stores them in one transaction on
+ * db (a writer's: sim_store_db) and returns the plan's id, or -1 with err;
+ * sim_store_plan_read reads plan `id` (0: the newest) from db into *rows
+ * (malloc'd, *n; sim_store_plan_rows_free), 0, 1 if there is no such plan,
+ * -1 with err. The figures of a row: mfu, tokens_per_s, peak_bytes,
+ * reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s,
+ * exposed_comm_s, idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s,
+ * exposed_cp_s, exposed_host_s, in that order; NaN is NULL.
+ */
+struct sim_store_plan_head {
+	char command[2048], scenario[1024];
+	uint32_t gpus;
+	uint64_t candidates, fits, invalid, no_memory, held_out, replaced;
+	int collapsed;
+	double rho, wall_s;
+	int64_t id;
+};
+#define SIM_STORE_PLAN_FIGS 15
+struct sim_store_plan_row {
+	uint32_t estimate_rank;
+	uint32_t tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero;
+	char recompute[16];
+	double estimate_s, step_time_s, flow_step_time_s;
+	char *failed;                     /* or NULL                          */
+	double fig[SIM_STORE_PLAN_FIGS];
+	char families[256];
+	int compared;
+};
+struct sqlite3;
+int64_t sim_store_plan_write(struct sqlite3 *db, const struct sim_store_plan_head *h,
+			     const struct sim_store_plan_row *rows, size_t n, char *err,
+			     size_t errlen);
+int sim_store_plan_read(struct sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
+			struct sim_store_plan_row **rows, size_t *n, char *err, size_t errlen);
+void sim_store_plan_rows_free(struct sim_store_plan_row *rows, size_t n);
+
 #endif
