@@ -209,6 +209,13 @@ struct sim_store_read;
 int cli_read_open(struct cli_args *a, struct sim_store_read **db);
 int cli_read_run(struct cli_args *a, struct sim_store_read *db, long long *run);
 int cli_read_error(const struct cli_args *a, const struct sim_store_read *db, const char *path);
+/* --plan ID|last of report and plot: read that plan of the database
+ * (scn_plan_load) into *h and *v (*n layouts; scn_plan_free and free), or
+ * print why not (no such plan, a bad id) and return the exit code. */
+struct scn_plan_head;
+struct scn_plan_layout;
+int cli_read_plan(struct cli_args *a, struct scn_plan_head *h, struct scn_plan_layout **v,
+		  size_t *n);
 
 
 #endif

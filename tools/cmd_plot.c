@@ -851,30 +851,12 @@ static int plot_plan(struct cli_args *a)
 	if (cli_has(a, "x") || cli_has(a, "y") || cli_has(a, "series") || cli_has(a, "steps"))
 		return cli_error(a, CLI_BADINPUT, "option --plan draws a plan's step times: it takes "
 				 "no --x, --y, --series or --steps");
-	const char *which = cli_str(a, "plan", "last");
-	long long id = 0;
-	if (strcmp(which, "last")) {
-		char *end;
-		id = strtoll(which, &end, 10);
-		if (*end || id < 1)
-			return cli_error(a, CLI_BADINPUT, "option --plan: expected a plan's id (a whole "
-					 "number from 1) or last, got '%s'", which);
-	}
-	struct sim_store_read *db;
-	int rc = cli_read_open(a, &db);
-	if (rc != CLI_OK)
-		return rc;
 	struct scn_plan_head h;
 	struct scn_plan_layout *v;
 	size_t n;
-	char err[512];
-	int got = scn_plan_load(sim_store_read_db(db), id, &h, &v, &n, err, sizeof(err));
-	sim_store_read_close(db);
-	if (got < 0)
-		return cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], err);
-	if (got > 0 || !n)
-		return cli_error(a, CLI_BADINPUT, "%s has no plan%s%s (clustersim plan --db stores "
-				 "one)", a->pos[0], id ? " " : "", id ? which : "");
+	int rc = cli_read_plan(a, &h, &v, &n);
+	if (rc != CLI_OK)
+		return rc;
 	struct plot_point *pts = xcalloc(3 * n, sizeof(*pts));
 	char **tips = xcalloc(n, sizeof(*tips));
 	for (size_t i = 0; i < n; i++) {

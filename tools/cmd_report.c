@@ -337,9 +337,8 @@ static int report_print(struct report *r)
 	return CLI_OK;
 }
 
-/* --plan: a stored plan's counts, ranking and Spearman's rho, as plan
- * printed them. */
-static int report_plan(struct cli_args *a)
+int cli_read_plan(struct cli_args *a, struct scn_plan_head *h, struct scn_plan_layout **v,
+		  size_t *n)
 {
 	const char *which = cli_str(a, "plan", "last");
 	long long id = 0;
@@ -350,24 +349,37 @@ static int report_plan(struct cli_args *a)
 			return cli_error(a, CLI_BADINPUT, "option --plan: expected a plan's id (a whole "
 					 "number from 1) or last, got '%s'", which);
 	}
-	if (cli_has(a, "json") || cli_has(a, "run"))
-		return cli_error(a, CLI_BADINPUT, "option --plan: prints text, without --run or "
-				 "--json (query the plans and plan_layouts tables for more)");
 	struct sim_store_read *db;
 	int rc = cli_read_open(a, &db);
 	if (rc != CLI_OK)
 		return rc;
-	struct scn_plan_head h;
-	struct scn_plan_layout *v;
-	size_t n;
 	char err[512];
-	int got = scn_plan_load(sim_store_read_db(db), id, &h, &v, &n, err, sizeof(err));
+	int got = scn_plan_load(sim_store_read_db(db), id, h, v, n, err, sizeof(err));
 	sim_store_read_close(db);
 	if (got < 0)
 		return cli_error(a, CLI_FAIL, "reading %s: %s", a->pos[0], err);
-	if (got > 0)
+	if (got > 0 || !*n) {
+		scn_plan_free(*v, *n);
+		free(*v);
 		return cli_error(a, CLI_BADINPUT, "%s has no plan%s%s (clustersim plan --db stores "
 				 "one)", a->pos[0], id ? " " : "", id ? which : "");
+	}
+	return CLI_OK;
+}
+
+/* --plan: a stored plan's counts, ranking and Spearman's rho, as plan
+ * printed them. */
+static int report_plan(struct cli_args *a)
+{
+	if (cli_has(a, "json") || cli_has(a, "run"))
+		return cli_error(a, CLI_BADINPUT, "option --plan: prints text, without --run or "
+				 "--json (query the plans and plan_layouts tables for more)");
+	struct scn_plan_head h;
+	struct scn_plan_layout *v;
+	size_t n;
+	int rc = cli_read_plan(a, &h, &v, &n);
+	if (rc != CLI_OK)
+		return rc;
 	printf("clustersim report: plan %lld of %s: %s\n", (long long)h.id, a->pos[0], h.command);
 	printf("%s on %u GPUs: %llu layouts, %llu valid and fitting (%llu invalid, %llu out of "
 	       "memory, %llu held out by --fix and --exclude); %zu simulated (%llu more did not fit "
