@@ -34,6 +34,15 @@ int par_dpb_check_gathers(const struct builder *b, double *most, char *err, size
 /* The planner's memory of a bucketed strategy: model states of its stage,
  * and two buckets. */
 void par_dpb_plan_memory(const struct par_dp_costs *c, unsigned zero, struct par_dp_mem *m);
+/* The planner's time of the gradient reductions `op` (whole: one per
+ * chunk, else one per bucket), on one stream chunk by chunk, each starting
+ * with its chunk's share of the backward (overlap) or after it: the time
+ * past the step's last backward; *busy, if not NULL, the stream's whole. */
+double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, int whole,
+			   int overlap, double *busy);
+/* ZeRO-1/2: the planner's exposed time of the parameter all-gathers;
+ * *busy, if not NULL, their whole. */
+double par_dpb_plan_gather(const struct par_dp_costs *c, double *busy);
 
 /* ---- sharded parameters (dp_shard.c) ------------------------------------- */
 
@@ -59,6 +68,10 @@ void par_dps_kernel_begin(struct builder *b, const struct par_op *o, enum par_ph
 void par_dps_kernel_end(struct builder *b, const struct par_op *o, enum par_phase ph);
 void par_dps_grads(struct builder *b, double params, uint32_t op);
 void par_dps_backward_end(struct builder *b, uint32_t last);
+/* The planner's: what no compute hides in a step of sharded parameters,
+ * the gather of the embedding and head before the first forward and the
+ * backward's last reduce-scatter of `last` bytes after the last. */
+double par_dps_plan_edges(const struct par_dp_costs *c, double last);
 
 
 /* Model states (weights + gradients + optimizer) of a ZeRO stage for the

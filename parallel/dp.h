@@ -19,6 +19,7 @@
 
 #include "parallel/config.h"
 #include "parallel/model.h"
+#include "sim/sim.h"
 #include "topology/topo.h"
 
 struct builder;
@@ -46,6 +47,36 @@ struct par_dp_env {
 	uint32_t dp;                     /* data-parallel size                      */
 };
 
+/* The distinct bucket sizes a chunk keeps apart (more merge into the
+ * nearest size). */
+enum { PAR_DP_PLAN_SIZES = 16 };
+
+/* Gradient buckets of one size: n of them (the planner counts by size). */
+struct par_dp_bucket {
+	double bytes;
+	uint32_t n;
+};
+
+/*
+ * One model chunk of a rank as the bucketed strategies reduce it: the
+ * buckets its gradients close in the step's last backward of the chunk
+ * (par_dpb_plan_add), and the stage's compute that follows that backward
+ * (what can hide the chunk's reduction).
+ */
+struct par_dp_chunk {
+	struct par_dp_bucket bucket[PAR_DP_PLAN_SIZES];
+	unsigned nbucket;                /* distinct sizes                          */
+	double bytes;                    /* the chunk's gradient bytes              */
+	double last;                     /* the last bucket's, closed at its end    */
+	double after_s;                  /* the stage's compute after its last backward */
+};
+
+/* Bucketing a chunk's gradients as dp_bucket.c does (par_dpb_grads: a
+ * bucket closes once it holds at least `cap` bytes, whole tensors; the
+ * chunk's end closes the open one). */
+void par_dpb_plan_add(struct par_dp_chunk *c, double *open, double cap, double bytes);
+void par_dpb_plan_close(struct par_dp_chunk *c, double *open);
+
 /*
  * Stage costs for the closed forms (the planner's, parallel/plan.c): the
  * rank of the first stage, one micro-batch through it.
@@ -67,6 +98,18 @@ struct par_dp_costs {
 	double call_s;                   /* the latency of one all-gather over dp
 					  * (its closed form of no bytes)           */
 	double stage_s;                  /* one micro-batch's forward and backward  */
+	/* DDP, ZeRO-1/2, ddp-after: the rank's model chunks in the order their
+	 * last backward ends (the step's last one last), and the time of a
+	 * collective of `bytes` over the data-parallel group, alone on its
+	 * links (every strategy's closed forms call it). */
+	const struct par_dp_chunk *chunk;
+	uint32_t nchunks;
+	/* ZeRO-3, FSDP: the parameters of the embedding and head on the rank
+	 * (gathered before the first forward, reduced last) and the bytes of
+	 * a backward's last reduce-scatter (ZeRO-3's last bucket). */
+	double edge_params, last_reduce_bytes;
+	double (*coll_s)(void *ctx, enum sim_coll_op op, double bytes);
+	void *coll_ctx;
 };
 
 /* The closed form of a strategy's memory: bytes of one rank. */
@@ -113,6 +156,9 @@ struct par_dp_strategy {
 	 * for, and the memory. */
 	double (*exposed_s)(const struct par_dp_costs *c);
 	void (*plan_memory)(const struct par_dp_costs *c, struct par_dp_mem *m);
+	/* The time the step's communication runs, latencies included: less
+	 * what is exposed, it runs beside the compute (the interference). */
+	double (*busy_s)(const struct par_dp_costs *c);
 };
 
 /* ZeRO-3's granularity (dp_shard.c), for the planner's closed form too. */

@@ -246,3 +246,88 @@ void par_dpb_plan_memory(const struct par_dp_costs *c, unsigned zero, struct par
 	m->states = par_dp_plan_states(c, zero);
 	m->buffers = 2 * c->layout->ddp.bucket_bytes;
 }
+
+/* ---- the planner's closed forms ------------------------------------------ */
+
+void par_dpb_plan_add(struct par_dp_chunk *c, double *open, double cap, double bytes)
+{
+	*open += bytes;
+	if (*open >= cap)
+		par_dpb_plan_close(c, open);
+}
+
+void par_dpb_plan_close(struct par_dp_chunk *c, double *open)
+{
+	double b = *open;
+	if (!(b > 0))
+		return;
+	*open = 0;
+	c->bytes += b;
+	c->last = b;
+	unsigned near = 0;
+	for (unsigned i = 0; i < c->nbucket; i++) {
+		if (c->bucket[i].bytes == b) {
+			c->bucket[i].n++;
+			return;
+		}
+		if (fabs(c->bucket[i].bytes - b) < fabs(c->bucket[near].bytes - b))
+			near = i;
+	}
+	if (c->nbucket < PAR_DP_PLAN_SIZES) {
+		c->bucket[c->nbucket++] = (struct par_dp_bucket){ .bytes = b, .n = 1 };
+		return;
+	}
+	/* More sizes than kept: the nearest one takes it, its bytes averaged
+	 * (the chunk's bytes stay exact). */
+	struct par_dp_bucket *k = &c->bucket[near];
+	k->bytes = (k->bytes * k->n + b) / (k->n + 1);
+	k->n++;
+}
+
+/*
+ * The reductions of a step on one stream, chunk by chunk as backward_end
+ * (or, with overlap, each bucket as it closes) issues them: chunk j's may
+ * start `lead` before its last backward ends (its share of a micro-batch's
+ * backward with overlap, else 0), which is after_s before the step's last
+ * backward ends; each takes the sum of its buckets' collectives (whole:
+ * one collective of the chunk's bytes). The time the stream runs past the
+ * last backward; *busy (if not NULL) the stream's whole time.
+ */
+double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, int whole,
+			   int overlap, double *busy)
+{
+	double end = -INFINITY, sum = 0;
+	double lead = overlap && c->nchunks ? c->backward_s / c->nchunks : 0;
+	for (uint32_t j = 0; j < c->nchunks; j++) {
+		const struct par_dp_chunk *k = &c->chunk[j];
+		double r = 0;
+		if (whole && k->bytes > 0)
+			r = c->coll_s(c->coll_ctx, op, k->bytes);
+		for (unsigned i = 0; !whole && i < k->nbucket; i++)
+			r += k->bucket[i].n * c->coll_s(c->coll_ctx, op, k->bucket[i].bytes);
+		sum += r;
+		end = fmax(end, -k->after_s - lead) + r;
+	}
+	if (busy)
+		*busy = sum;
+	return fmax(0, end);
+}
+
+/*
+ * ZeRO-1/2: the all-gathers of the updated parameters, as
+ * par_dpb_after_step issues them (buckets of ddp.bucket bytes of bf16
+ * parameters, the last one the rest), exposed whole after the step; with
+ * ddp.overlap_param_gather the next forward's first micro-batch hides
+ * what it can (its layers wait for their gathers in order; the pieces are
+ * counted as these buckets). *busy (if not NULL): the gathers' whole time.
+ */
+double par_dpb_plan_gather(const struct par_dp_costs *c, double *busy)
+{
+	double total = 2 * c->params, cap = c->layout->ddp.bucket_bytes;
+	double full = floor(total / cap), rest = total - full * cap;
+	double g = full * c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, cap) +
+		   (rest > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, rest) : 0);
+	if (busy)
+		*busy = g;
+	return c->layout->ddp.overlap_param_gather ? fmax(0, g - (c->stage_s - c->backward_s)) : g;
+}

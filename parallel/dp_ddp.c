@@ -3,8 +3,9 @@
  * gradients all-reduced bucket by bucket (dp_bucket.c), each bucket as it
  * fills while the backward goes on with parallel.ddp.overlap, else all after
  * the backward; only the last micro-batch reduces (no_sync before it).
- * Closed forms: the all-reduce of the gradients is exposed less what one
- * micro-batch's backward hides (with overlap; all of it without); memory:
+ * Closed forms: the all-reduces of the buckets, chunk by chunk, exposed
+ * less what the chunk's backward (with overlap) and the stage's compute
+ * after it hide (par_dpb_plan_reduce); memory:
  * the model states unsharded (SPEC C12: 16Ψ with Adam) and two buckets.
  */
 #include <math.h>
@@ -13,6 +14,7 @@
 
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_ddp = {
@@ -28,6 +30,7 @@ const struct par_dp_strategy par_dp_ddp = {
 	.backward_end = par_dpb_backward_end,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 static void init(struct builder *b)
@@ -40,8 +43,14 @@ static void init(struct builder *b)
 
 static double exposed_s(const struct par_dp_costs *c)
 {
-	double ar = c->allreduce_s;
-	return c->layout->ddp.overlap ? fmax(0, ar - c->backward_s) : ar;
+	return par_dpb_plan_reduce(c, SIM_COLL_ALLREDUCE, 0, c->layout->ddp.overlap, NULL);
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	double busy;
+	par_dpb_plan_reduce(c, SIM_COLL_ALLREDUCE, 0, 0, &busy);
+	return busy;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

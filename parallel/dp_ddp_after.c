@@ -4,9 +4,11 @@
  * backward (replicated parameters and optimizer, no buckets, no overlap;
  * only the last micro-batch reduces). Its step is DDP's with
  * parallel.ddp.overlap false and a bucket larger than the model.
- * Closed forms: the all-reduce exposed whole; memory: the model states
+ * Closed forms: the all-reduce of each model chunk after its last
+ * backward, less what the stage's compute after it hides; memory: the model states
  * unsharded and one buffer of all the gradients.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "parallel/train-int.h"
@@ -17,6 +19,7 @@ static void memory(const struct builder *b, double *bytes);
 static void grads(struct builder *b, double params, uint32_t op);
 static void backward_end(struct builder *b, uint32_t last);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_ddp_after = {
@@ -31,6 +34,7 @@ const struct par_dp_strategy par_dp_ddp_after = {
 	.backward_end = backward_end,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 /* Private state: the gradient bytes of this backward so far. */
@@ -75,9 +79,32 @@ static void backward_end(struct builder *b, uint32_t last)
 	s->bytes = 0;
 }
 
+/* One all-reduce per chunk after its last backward, on one stream: the
+ * time past the last backward; *busy the stream's whole. */
+static double reduce(const struct par_dp_costs *c, double *busy)
+{
+	double end = -INFINITY;
+	*busy = 0;
+	for (uint32_t j = 0; j < c->nchunks; j++) {
+		const struct par_dp_chunk *k = &c->chunk[j];
+		double r = k->bytes > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_ALLREDUCE, k->bytes) : 0;
+		end = fmax(end, -k->after_s) + r;
+		*busy += r;
+	}
+	return fmax(0, end);
+}
+
 static double exposed_s(const struct par_dp_costs *c)
 {
-	return c->allreduce_s;
+	double busy;
+	return reduce(c, &busy);
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	double busy;
+	reduce(c, &busy);
+	return busy;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

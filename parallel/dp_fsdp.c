@@ -9,7 +9,9 @@
  * another group).
  * Closed forms: the gathers and the reduce-scatter (1.5 or, without
  * resharding, 1 times the all-reduce's time) less what the micro-batches'
- * compute hides (nothing without prefetch); memory: 16Ψ/N, no buckets.
+ * compute hides (nothing without prefetch), and with prefetch never less
+ * than the first unit's gather and the last one's reduce-scatter (the
+ * embedding's and head's: par_dps_plan_edges); memory: 16Ψ/N, no buckets.
  */
 #include <math.h>
 
@@ -20,6 +22,7 @@ static int check(const struct par_dp_env *e, char *err, size_t errlen);
 static uint32_t shard(const struct par_layout *l, const struct topo_config *cl, uint32_t dpn);
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_fsdp = {
@@ -39,6 +42,7 @@ const struct par_dp_strategy par_dp_fsdp = {
 	.layer_end = par_dps_layer_end,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 static int check_layout(const struct par_layout *l, char *err, size_t errlen)
@@ -74,13 +78,26 @@ static void init(struct builder *b)
 	par_dps_init(b, &p);
 }
 
+/* Per micro-batch: the forward's gathers, the backward's again when
+ * resharded, the gradients' reduce-scatter (all-reduce halves). */
+static double comm_s(const struct par_dp_costs *c)
+{
+	return (c->layout->fsdp.reshard ? 1.5 : 1) * c->allreduce_s;
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	return c->micro_batches * comm_s(c);
+}
+
 static double exposed_s(const struct par_dp_costs *c)
 {
 	const struct par_fsdp *f = &c->layout->fsdp;
-	/* Per micro-batch: the forward's gathers, the backward's again when
-	 * resharded, the gradients' reduce-scatter (all-reduce halves). */
-	double comm = (f->reshard ? 1.5 : 1) * c->allreduce_s;
-	return c->micro_batches * (f->prefetch ? fmax(0, comm - c->stage_s) : comm);
+	double comm = comm_s(c);
+	if (!f->prefetch)
+		return c->micro_batches * comm;
+	double grads = par_grad_bytes(c->precision, c->layout->ddp.fp32_grads) * c->edge_params;
+	return fmax(par_dps_plan_edges(c, grads), c->micro_batches * fmax(0, comm - c->stage_s));
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

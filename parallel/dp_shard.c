@@ -489,3 +489,9 @@ void par_dps_backward_end(struct builder *b, uint32_t last)
 	bucket_reduce(b, last);
 	state(b)->nrs = 0;
 }
+
+double par_dps_plan_edges(const struct par_dp_costs *c, double last)
+{
+	return c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, PARAM_BYTES * c->edge_params) +
+	       (last > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_REDUCESCATTER, last) : 0);
+}

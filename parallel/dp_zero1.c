@@ -6,14 +6,17 @@
  * updated parameters are all-gathered in buckets after the step (with
  * overlap_param_gather: during the next step's forward). SPEC C18: 2Ψ of
  * communication, as DDP's all-reduce.
- * Closed forms: the reduce-scatter and the all-gather exposed whole (the
- * all-reduce's time; overlap_param_gather is not modelled there); memory:
+ * Closed forms: the buckets' reduce-scatters chunk by chunk, less what the
+ * stage's compute after each chunk's last backward hides (and the chunk's
+ * backward with overlap_param_gather), and the parameter all-gathers
+ * (par_dpb_plan_gather); memory:
  * 4Ψ + 12Ψ/N (SPEC C12) and two buckets.
  */
 #include "parallel/dp-int.h"
 
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero1 = {
@@ -33,6 +36,7 @@ const struct par_dp_strategy par_dp_zero1 = {
 	.check_program = par_dpb_check_gathers,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 static void init(struct builder *b)
@@ -47,7 +51,17 @@ static void init(struct builder *b)
 
 static double exposed_s(const struct par_dp_costs *c)
 {
-	return c->allreduce_s;
+	int overlap = c->layout->ddp.overlap_param_gather;
+	return par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, overlap, NULL) +
+	       par_dpb_plan_gather(c, NULL);
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	double rs, g;
+	par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, 0, &rs);
+	par_dpb_plan_gather(c, &g);
+	return rs + g;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

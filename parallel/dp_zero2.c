@@ -4,9 +4,10 @@
  * else after the backward) and the shard accumulates; the rank steps on
  * its shard and all-gathers the updated parameters in buckets (during the
  * next forward with ddp.overlap_param_gather).
- * Closed forms: with overlap, the reduce-scatter (half the all-reduce's
- * time) less what one micro-batch's backward hides, and the all-gather
- * (the other half) whole; without, both whole; memory: 2Ψ + 14Ψ/N (SPEC
+ * Closed forms: every micro-batch's reduce-scatters of its buckets, less
+ * what its backward (with overlap) and the next micro-batch hide, the last
+ * one's chunk by chunk (par_dpb_plan_reduce), and the parameter
+ * all-gathers (par_dpb_plan_gather); memory: 2Ψ + 14Ψ/N (SPEC
  * C12) and two buckets.
  */
 #include <math.h>
@@ -15,6 +16,7 @@
 
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero2 = {
@@ -34,6 +36,7 @@ const struct par_dp_strategy par_dp_zero2 = {
 	.check_program = par_dpb_check_gathers,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 static void init(struct builder *b)
@@ -51,9 +54,19 @@ static double exposed_s(const struct par_dp_costs *c)
 	/* The gradients are reduce-scattered every micro-batch (from its
 	 * backward on with overlap, after it without), the next micro-batch's
 	 * compute running beside; the parameters are gathered once after. */
-	double rs = c->allreduce_s / 2, m = c->micro_batches;
-	double own = c->layout->ddp.overlap ? c->backward_s : 0;
-	return rs + fmax(0, rs - own) + (m - 1) * fmax(0, rs - own - c->stage_s);
+	double rs, m = c->micro_batches;
+	int overlap = c->layout->ddp.overlap;
+	double last = par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, overlap, &rs);
+	double own = overlap ? c->backward_s : 0;
+	return par_dpb_plan_gather(c, NULL) + last + (m - 1) * fmax(0, rs - own - c->stage_s);
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	double rs, g;
+	par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, 0, &rs);
+	par_dpb_plan_gather(c, &g);
+	return c->micro_batches * rs + g;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

@@ -8,8 +8,11 @@
  * reduce-scattered in buckets of parallel.zero3.reduce_bucket elements
  * across layers, every micro-batch. SPEC C18: 3Ψ of communication.
  * Closed forms: the two all-gathers and the reduce-scatter (1.5 times the
- * all-reduce's time) plus the latency of every call, less what the
- * micro-batches' compute hides; memory: 16Ψ/N (SPEC C12), no buckets.
+ * all-reduce's time) plus the latency of every call of the longer of the
+ * gather and reduce streams, less what the
+ * micro-batches' compute hides, and never less than the first gather and
+ * the last reduce-scatter (par_dps_plan_edges); memory: 16Ψ/N (SPEC C12),
+ * no buckets.
  */
 #include <math.h>
 
@@ -17,6 +20,7 @@
 
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
+static double busy_s(const struct par_dp_costs *c);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero3 = {
@@ -37,6 +41,7 @@ const struct par_dp_strategy par_dp_zero3 = {
 	.backward_end = par_dps_backward_end,
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
+	.busy_s = busy_s,
 };
 
 static void init(struct builder *b)
@@ -50,18 +55,41 @@ static void init(struct builder *b)
 	par_dps_init(b, &p);
 }
 
-/* Every micro-batch gathers the parameters for its forward and backward
+/*
+ * Every micro-batch gathers the parameters for its forward and backward
  * (and the recomputed forward) and reduce-scatters its gradients, each an
  * all-reduce's half, and pays the group's latency per call (its gathers,
- * c->gather_calls, and reduce buckets); what its compute cannot hide is
- * exposed, micro-batch by micro-batch. */
-static double exposed_s(const struct par_dp_costs *c)
+ * c->gather_calls, a pass's share in each, and reduce buckets). The
+ * forward hides its pass's gathers; the backward its own and the
+ * reduce-scatters, which run on another stream: their bytes share the
+ * group's links, their latencies overlap (the longer stream's count).
+ * What each phase's compute cannot hide is exposed, micro-batch by
+ * micro-batch: a phase's slack does not carry to the other (the gathers
+ * run at most max_live ahead).
+ */
+static void phases(const struct par_dp_costs *c, double *fwd, double *bwd)
 {
 	const struct par_zero3 *z = &c->layout->zero3;
 	double rs = ceil(c->params / fmax(1, z->reduce_bucket));
 	double passes = c->gather_passes > 0 ? c->gather_passes : 2;
-	double per_mb = (passes + 1) / 2 * c->allreduce_s + (c->gather_calls + rs) * c->call_s;
-	return c->micro_batches * fmax(0, per_mb - c->stage_s);
+	double calls = c->gather_calls / passes;
+	*fwd = c->allreduce_s / 2 + calls * c->call_s;
+	*bwd = passes / 2 * c->allreduce_s + fmax(calls * (passes - 1), rs) * c->call_s;
+}
+
+static double busy_s(const struct par_dp_costs *c)
+{
+	double fwd, bwd;
+	phases(c, &fwd, &bwd);
+	return c->micro_batches * (fwd + bwd) + par_dps_plan_edges(c, c->last_reduce_bytes);
+}
+
+static double exposed_s(const struct par_dp_costs *c)
+{
+	double fwd, bwd;
+	phases(c, &fwd, &bwd);
+	double per_mb = fmax(0, fwd - (c->stage_s - c->backward_s)) + fmax(0, bwd - c->backward_s);
+	return fmax(par_dps_plan_edges(c, c->last_reduce_bytes), c->micro_batches * per_mb);
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

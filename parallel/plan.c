@@ -35,6 +35,8 @@
 #include "sim/util.h"
 
 /* Kernel times of one layer for one shape, forward and backward. */
+enum { PAR_PLAN_LAYER_GRADS = 24 };
+
 struct shape {
 	uint32_t tp, mb, cp, ep;
 	uint8_t sp, rc, moe;
@@ -49,6 +51,35 @@ struct shape {
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
+	/* The gradient bytes of each tensor a layer's backward completes, in
+	 * its order (the builder's par_dpb_grads calls); an MoE layer's
+	 * experts as one more, first (their backward's): see grad_plan. */
+	double grads[PAR_PLAN_LAYER_GRADS];
+	unsigned ngrads;
+	double head_grads[4], embed_grads;  /* the LM head's backward, the
+				   * embedding's (its own; with the head's
+				   * when tied)                            */
+	unsigned nhead_grads;
+};
+
+/* The buckets of the rank of stage 0 of a (tp, sp, ep, pp, vpp): chunk j's
+ * as dp_bucket.c closes them in its last backward. */
+struct grad_plan {
+	uint32_t tp, ep, pp, vpp;
+	uint8_t sp;
+	double cap;
+	struct par_dp_chunk *chunk;   /* [vpp], after_s 0 */
+};
+
+/* A schedule's stage 0 after each chunk's last backward: its order among
+ * the chunks' last backwards, and the passes that follow it. */
+struct sched_tail {
+	const struct par_schedule_ops *sched;
+	uint32_t pp, m, vpp;
+	uint32_t *order;              /* [vpp]: the chunk whose last backward is k-th */
+	double *fwd, *bwd;            /* [vpp] by chunk: forward and backward passes
+				       * of a chunk after it (a split pass counts
+				       * half)                                  */
 };
 
 struct par_planner {
@@ -61,6 +92,12 @@ struct par_planner {
 	double capacity;
 	struct shape *cache;
 	size_t ncache, capcache;
+	struct grad_plan *gplans;
+	size_t ngplans, capgplans;
+	struct sched_tail *tails;
+	size_t ntails, captails;
+	struct par_dp_chunk *chunks;  /* a candidate's, with after_s */
+	size_t capchunks;
 	struct par_plan_rule *rules;
 	size_t nrules;
 	/* The simulator's closed forms of collectives on this cluster: a sim
@@ -123,6 +160,16 @@ void par_planner_free(struct par_planner *p)
 	free(p->groups);
 	free(p->times);
 	free(p->cache);
+	for (size_t i = 0; i < p->ngplans; i++)
+		free(p->gplans[i].chunk);
+	free(p->gplans);
+	for (size_t i = 0; i < p->ntails; i++) {
+		free(p->tails[i].order);
+		free(p->tails[i].fwd);
+		free(p->tails[i].bwd);
+	}
+	free(p->tails);
+	free(p->chunks);
 	free(p);
 }
 
@@ -531,6 +578,23 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
 	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
 	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
+	double ge = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads);
+	if (moe) {
+		struct par_op eo[16];
+		double e = 0;
+		for (int part = 3; part-- > 0;) {
+			size_t k = par_moe_ops(&p->m, &local, tp, ep, 1, part, PAR_BWD, eo,
+					       ARRAY_SIZE(eo));
+			for (size_t i = 0; i < k; i++)
+				e += eo[i].params;
+		}
+		if (e > 0)
+			s.grads[s.ngrads++] = ge * e;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].params > 0 && !(moe && par_kernel_is_mlp(ops[i].kernel)) &&
+		    s.ngrads < ARRAY_SIZE(s.grads))
+			s.grads[s.ngrads++] = ge * ops[i].params;
 	/* The first stage's embedding, the last stage's head and loss. */
 	for (int ph = 0; ph < 2; ph++) {
 		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
@@ -540,7 +604,13 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		n = par_head_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
 		s.head += kernels_s(p, ops, n, &local, tp, 1, 0) +
 			  tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+		for (size_t i = 0; ph && i < n; i++)
+			if (ops[i].params > 0 && s.nhead_grads < ARRAY_SIZE(s.head_grads))
+				s.head_grads[s.nhead_grads++] = ge * ops[i].params;
 	}
+	n = par_embed_ops(&p->m, &local, tp, PAR_BWD, ops, ARRAY_SIZE(ops));
+	for (size_t i = 0; i < n; i++)
+		s.embed_grads += ge * ops[i].params;
 	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
 	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
 	double mod[64];
@@ -585,6 +655,117 @@ static struct par_stage_cost stage_cost(double stage, double bwd)
 	return (struct par_stage_cost){ .fwd_s = stage - bwd, .bwd_s = bwd };
 }
 
+/*
+ * The gradient buckets of stage 0's rank, chunk by chunk, as the builder
+ * feeds them to dp_bucket.c in the step's last backward: a chunk's layers
+ * in reverse (the head's tensors first when the chunk is the last virtual
+ * stage, the embedding's last when it is the first), a bucket closing at
+ * `cap` bytes, the chunk's end closing the open one. An MoE layer's
+ * experts count as one tensor of the data-parallel buckets (the simulator
+ * all-reduces them over the ranks holding the same experts, a group
+ * dp / ep of these: on the safe side). Cached by (tp, sp, ep, pp, vpp, cap).
+ */
+static const struct par_dp_chunk *grad_plan_of(struct par_planner *p, const struct par_layout *l,
+					       uint32_t vpp, double cap, const struct shape *s,
+					       const struct shape *e)
+{
+	for (size_t i = 0; i < p->ngplans; i++) {
+		const struct grad_plan *g = &p->gplans[i];
+		if (g->tp == l->tp && g->sp == l->sp && g->ep == l->ep && g->pp == l->pp &&
+		    g->vpp == vpp && g->cap == cap)
+			return g->chunk;
+	}
+	struct par_dp_chunk *chunk = xcalloc(vpp, sizeof(*chunk));
+	uint32_t V = l->pp * vpp;
+	for (uint32_t j = 0; j < vpp; j++) {
+		struct par_dp_chunk *c = &chunk[j];
+		uint32_t vs = j * l->pp, first = 0, count = 0;
+		char err[256];
+		if (par_stage_layers(l, p->m.layers, vs, &first, &count, err, sizeof(err)) < 0)
+			BUG("%s", err);   /* par_step_derive checked the split */
+		double open = 0;
+		if (vs == V - 1)
+			for (unsigned k = 0; k < s->nhead_grads; k++)
+				par_dpb_plan_add(c, &open, cap, s->head_grads[k]);
+		for (uint32_t i = first + count; i-- > first;) {
+			const struct shape *t = par_layer_is_moe(&p->m, i) ? e : s;
+			for (unsigned k = 0; k < t->ngrads; k++)
+				par_dpb_plan_add(c, &open, cap, t->grads[k]);
+		}
+		if (vs == 0)
+			par_dpb_plan_add(c, &open, cap, s->embed_grads);
+		par_dpb_plan_close(c, &open);
+	}
+	if (p->ngplans == p->capgplans) {
+		p->capgplans = p->capgplans ? 2 * p->capgplans : 16;
+		p->gplans = xreallocarray(p->gplans, p->capgplans, sizeof(*p->gplans));
+	}
+	p->gplans[p->ngplans++] = (struct grad_plan){ .tp = l->tp, .sp = (uint8_t)l->sp,
+						      .ep = l->ep, .pp = l->pp, .vpp = vpp,
+						      .cap = cap, .chunk = chunk };
+	return chunk;
+}
+
+/* Stage 0 of a schedule after each chunk's last backward (cached). */
+static const struct sched_tail *sched_tail_of(struct par_planner *p,
+					      const struct par_schedule_ops *sched, uint32_t pp,
+					      uint32_t m, uint32_t vpp)
+{
+	for (size_t i = 0; i < p->ntails; i++) {
+		const struct sched_tail *t = &p->tails[i];
+		if (t->sched == sched && t->pp == pp && t->m == m && t->vpp == vpp)
+			return t;
+	}
+	size_t n = sched->nactions(pp, 0, m, vpp);
+	struct par_action *a = xmalloc((n ? n : 1) * sizeof(*a));
+	sched->actions(pp, 0, m, vpp, a);
+	struct sched_tail t = { .sched = sched, .pp = pp, .m = m, .vpp = vpp,
+				.order = xcalloc(vpp, sizeof(uint32_t)),
+				.fwd = xcalloc(vpp, sizeof(double)),
+				.bwd = xcalloc(vpp, sizeof(double)) };
+	/* Walk back: a chunk's last backward is the first one met. */
+	uint8_t *seen = xcalloc(vpp, 1);
+	double f = 0, b = 0;
+	uint32_t k = vpp;
+	for (size_t i = n; i-- > 0;) {
+		const struct par_action *x = &a[i];
+		int ends = x->kind == PAR_ACT_BACKWARD || x->kind == PAR_ACT_BACKWARD_WEIGHT;
+		if (ends && x->chunk < vpp && !seen[x->chunk] && k > 0) {
+			seen[x->chunk] = 1;
+			t.order[--k] = x->chunk;
+			t.fwd[x->chunk] = f, t.bwd[x->chunk] = b;
+		}
+		if (x->kind == PAR_ACT_FORWARD)
+			f += 1;
+		else
+			b += x->kind == PAR_ACT_BACKWARD ? 1 : 0.5;
+	}
+	for (uint32_t c = 0; k > 0 && c < vpp; c++)   /* a chunk with no backward */
+		if (!seen[c])
+			t.order[--k] = c;
+	free(seen);
+	free(a);
+	if (p->ntails == p->captails) {
+		p->captails = p->captails ? 2 * p->captails : 16;
+		p->tails = xreallocarray(p->tails, p->captails, sizeof(*p->tails));
+	}
+	p->tails[p->ntails] = t;
+	return &p->tails[p->ntails++];
+}
+
+/* The planner's collective over a layout's data-parallel group, for the
+ * strategies' closed forms (par_dp_costs.coll_s). */
+struct dp_coll_ctx {
+	struct par_planner *p;
+	const struct par_layout *l;
+};
+
+static double dp_coll_s(void *ctx, enum sim_coll_op op, double bytes)
+{
+	struct dp_coll_ctx *c = ctx;
+	return coll_s(c->p, op, bytes, PROBE_DP, c->l);
+}
+
 /* The estimate of a candidate its step resolved (st). */
 static int estimate(struct par_planner *p, struct par_candidate *c, const struct par_step *st)
 {
@@ -615,11 +796,19 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 						   2 * T * m->moe.top_k * m->hidden, PROBE_EP, l) : 0;
 	double fwd = (1 - frac) * (s->fwd + s->tp_fwd) + frac * (e->fwd + e->tp_fwd + a2a / 2);
 	double bwd = (1 - frac) * (s->bwd + s->tp_bwd) + frac * (e->bwd + e->tp_bwd + a2a / 2);
-	/* One activation each way per micro-batch between neighbouring stages,
-	 * over NVLink where they share a node. */
+	/* Per micro-batch each chunk of a stage receives an activation and a
+	 * gradient (passes.c: the TP rank's share with sequence parallelism),
+	 * over NVLink where the neighbouring stages share a node and over the
+	 * network where they do not (stages placed tp x cp ranks apart, so a
+	 * node boundary falls between one neighbour pair in gpn / (tp cp)). */
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
-	int pp_inside = p->cl.kind != TOPO_IDEAL && 2ull * l->tp * l->cp <= gpn;
-	double p2p = l->pp > 1 ? 2 * hop_s(p, act_bytes, pp_inside) : 0;
+	uint64_t span = (uint64_t)l->tp * l->cp;
+	double msg = act_bytes / (st->sp ? l->tp : 1), p2p = 0;
+	if (l->pp > 1) {
+		double cross = p->cl.kind == TOPO_IDEAL || span >= gpn ? 1
+			       : span * l->pp <= gpn ? 0 : (double)span / gpn;
+		p2p = 2.0 * v * (cross * hop_s(p, msg, 0) + (1 - cross) * hop_s(p, msg, 1));
+	}
 	/* The embedding on the first stage, the head and loss on the last:
 	 * both on one stage without a pipeline, else the larger sets the pace
 	 * of the slowest stage. */
@@ -638,6 +827,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 				   ? coll_s(p, SIM_COLL_REDUCESCATTER, grads, PROBE_DP, l) +
 					     coll_s(p, SIM_COLL_ALLGATHER, grads, PROBE_DP, l)
 				   : coll_s(p, SIM_COLL_ALLREDUCE, grads, PROBE_DP, l);
+	struct dp_coll_ctx cx = { .p = p, .l = l };
 	struct par_dp_costs dc = {
 		.layout = l, .params = params, .dp = D, .precision = p->tr.precision,
 		.optimizer = p->tr.optimizer, .micro_batches = mbs,
@@ -645,7 +835,29 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		.gather_calls = s->zero3_calls,
 		.gather_passes = c->recompute == PAR_RECOMPUTE_FULL ? 3 : 2,
 		.call_s = coll_s(p, SIM_COLL_ALLGATHER, 0, PROBE_DP, l),
+		.coll_s = dp_coll_s, .coll_ctx = &cx,
 	};
+	/* The bucketed strategies' chunks, in the order their last backward
+	 * ends, each with the stage's passes after it. */
+	double ge = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads);
+	dc.edge_params = (par_embedding_params(m) + (l->pp == 1 ? par_head_params(m) : 0)) / l->tp;
+	if (dps->flags & PAR_DP_SHARDS_PARAMS && D > 1)
+		dc.last_reduce_bytes = grad_plan_of(p, l, v, p->base.zero3.reduce_bucket * ge, s,
+						    e)[0].last;
+	if (!(dps->flags & PAR_DP_SHARDS_PARAMS) && D > 1) {
+		const struct par_dp_chunk *g = grad_plan_of(p, l, v, p->base.ddp.bucket_bytes, s, e);
+		const struct sched_tail *tl = sched_tail_of(p, sched, l->pp, mbs, v);
+		if (p->capchunks < v) {
+			p->capchunks = v;
+			p->chunks = xreallocarray(p->chunks, v, sizeof(*p->chunks));
+		}
+		for (uint32_t k = 0; k < v; k++) {
+			uint32_t j = tl->order[k];
+			p->chunks[k] = g[j];
+			p->chunks[k].after_s = (tl->fwd[j] * cost.fwd_s + tl->bwd[j] * cost.bwd_s) / v;
+		}
+		dc.chunk = p->chunks, dc.nchunks = v;
+	}
 	struct par_dp_mem dm;
 	dps->plan_memory(&dc, &dm);
 	double inflight = sched->in_flight(l->pp, 0, mbs, v);
@@ -659,25 +871,27 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
-	double exposed = dps->exposed_s(&dc);
 	/* Interference: the kernels beside data-parallel communication run
-	 * slower, at their average loss over the time the communication runs
-	 * (ZeRO-3, FSDP: gathers and reduce-scatters through every micro-
-	 * batch; ZeRO-2: reduce-scatters through every backward; the others:
-	 * the reduction through the last backward). */
+	 * slower, at their average loss, for as long as the communication
+	 * runs beside them (its busy time less what is exposed) in the
+	 * phases it runs in (ZeRO-3, FSDP: forward and backward; the others:
+	 * backward). The slowed kernels give the communication that much more
+	 * time to hide in: the exposure is taken again with them. */
 	double fb = per * ((1 - frac) * (s->fwd + s->bwd) + frac * (e->fwd + e->bwd));
 	double bk = per * ((1 - frac) * s->bwd + frac * e->bwd);
 	double lose_fb = per * ((1 - frac) * (s->slow_fwd + s->slow_bwd) +
 				frac * (e->slow_fwd + e->slow_bwd));
 	double lose_bk = per * ((1 - frac) * s->slow_bwd + frac * e->slow_bwd);
-	double slow = 0;
+	int sharded = (dps->flags & PAR_DP_SHARDS_PARAMS) != 0;
+	double slow = 0, exposed = dps->exposed_s(&dc);
 	if (blocks && fb > 0) {
-		if (dps->flags & PAR_DP_SHARDS_PARAMS)
-			slow = mbs * lose_fb * fmin(1, (dc.gather_passes + 1) / 2 * allreduce / fb);
-		else if (dps->flags & PAR_DP_REDUCE_EVERY_MB)
-			slow = mbs * lose_bk * fmin(1, allreduce / 2 / bk);
-		else
-			slow = lose_bk * fmin(1, allreduce / bk);
+		double rate = sharded ? lose_fb / fb : lose_bk / bk;
+		slow = rate * fmax(0, dps->busy_s(&dc) - exposed);
+		/* per micro-batch where every one communicates */
+		double each = dps->flags & PAR_DP_REDUCE_EVERY_MB ? slow / mbs : slow;
+		dc.stage_s += each;
+		dc.backward_s += sharded ? each * (lose_fb > 0 ? lose_bk / lose_fb : 0) : each;
+		exposed = dps->exposed_s(&dc);
 	}
 	struct par_op opt = { .name = par_kernel_name(PAR_K_ADAM, PAR_PART_FWD),
 			      .kernel = PAR_K_ADAM, .cls = PAR_OP_MEMBOUND,

@@ -88,12 +88,11 @@ static void run(const char *const *sets, size_t nsets, struct scn *s, struct par
 	par_compute_model_free(cm);
 }
 
-/* SPEC C1 (the ring's closed form) of an all-reduce of n bytes over the
- * fixture's p ranks, on the ideal cluster's links. */
-static double allreduce_s(const struct scn *s, double n, uint32_t p)
+/* SPEC C1-C3 (the ring's closed forms) of a collective of n bytes over
+ * the fixture's p ranks, on the ideal cluster's links. */
+static double ring_s(const struct scn *s, enum sim_coll_op op, double n, uint32_t p)
 {
-	struct sim_coll_plan plan = { .op = SIM_COLL_ALLREDUCE, .p = p, .bytes = n,
-				      .channels = 1 };
+	struct sim_coll_plan plan = { .op = op, .p = p, .bytes = n, .channels = 1 };
 	char err[128];
 	ck_assert_int_eq(coll_ring.plan(&plan, err, sizeof(err)), 0);
 	struct sim_coll_linkset ls = { 0 };
@@ -102,8 +101,30 @@ static double allreduce_s(const struct scn *s, double n, uint32_t p)
 	return coll_ring.time_s(&plan, &ls);
 }
 
+static double allreduce_s(const struct scn *s, double n, uint32_t p)
+{
+	return ring_s(s, SIM_COLL_ALLREDUCE, n, p);
+}
+
+/* The closed forms' collectives over the fixture's data-parallel group. */
+struct ring_ctx {
+	const struct scn *s;
+	uint32_t p;
+};
+
+static double ring_coll_s(void *ctx, enum sim_coll_op op, double bytes)
+{
+	const struct ring_ctx *c = ctx;
+	return ring_s(c->s, op, bytes, c->p);
+}
+
 /* The stage costs of the run: the rank's parameters and gradients'
- * all-reduce; its compute as the stage's (forward 1/3, backward 2/3). */
+ * all-reduce; its compute as the stage's (forward 1/3, backward 2/3); one
+ * chunk whose gradients fill one bucket (1 GB buckets), and the embedding
+ * and head. */
+static struct ring_ctx ring_ctx;
+static struct par_dp_chunk one_chunk;
+
 static struct par_dp_costs costs_of(const struct scn *s, const struct par_report *r)
 {
 	struct par_dp_costs c = {
@@ -113,8 +134,16 @@ static struct par_dp_costs costs_of(const struct scn *s, const struct par_report
 		.stage_s = r->breakdown.compute_s / r->micro_batches,
 	};
 	c.backward_s = c.stage_s * 2 / 3;
-	c.allreduce_s = allreduce_s(s, par_grad_bytes(c.precision, s->parallel.ddp.fp32_grads) *
-					   c.params, c.dp);
+	double grads = par_grad_bytes(c.precision, s->parallel.ddp.fp32_grads) * c.params;
+	ck_assert(grads < s->parallel.ddp.bucket_bytes);
+	c.allreduce_s = allreduce_s(s, grads, c.dp);
+	ring_ctx = (struct ring_ctx){ .s = s, .p = c.dp };
+	one_chunk = (struct par_dp_chunk){ .bucket = { { .bytes = grads, .n = 1 } }, .nbucket = 1,
+					   .bytes = grads, .last = grads };
+	c.chunk = &one_chunk, c.nchunks = 1;
+	c.coll_s = ring_coll_s, c.coll_ctx = &ring_ctx;
+	c.edge_params = (par_embedding_params(&s->model) + par_head_params(&s->model)) /
+			s->parallel.tp;
 	return c;
 }
 
