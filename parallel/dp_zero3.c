@@ -59,36 +59,42 @@ static void init(struct builder *b)
  * Every micro-batch gathers the parameters for its forward and backward
  * (and the recomputed forward) and reduce-scatters its gradients, each an
  * all-reduce's half, and pays the group's latency per call (its gathers,
- * c->gather_calls, a pass's share in each, and reduce buckets). The
- * forward hides its pass's gathers; the backward its own and the
- * reduce-scatters, which run on another stream: their bytes share the
- * group's links, their latencies overlap (the longer stream's count).
- * What each phase's compute cannot hide is exposed, micro-batch by
- * micro-batch: a phase's slack does not carry to the other (the gathers
- * run at most max_live ahead).
+ * c->gather_calls, a pass's share in each, and reduce buckets). Gathers
+ * and reduce-scatters run on two streams: their bytes share the group's
+ * links, their latencies overlap (the longer stream's count). A
+ * micro-batch waits for the longest of: all of it beside its compute; the
+ * forward's gathers beside the forward; the backward's gathers beside the
+ * backward (the gathers run at most max_live ahead, so neither phase
+ * lends its slack to the other's; the reduce-scatters may run on into the
+ * next micro-batch).
  */
-static void phases(const struct par_dp_costs *c, double *fwd, double *bwd)
+struct phases {
+	double all, fwd, bwd;   /* communication time, and the gathers of each phase */
+};
+
+static struct phases phases(const struct par_dp_costs *c)
 {
 	const struct par_zero3 *z = &c->layout->zero3;
 	double rs = ceil(c->params / fmax(1, z->reduce_bucket));
 	double passes = c->gather_passes > 0 ? c->gather_passes : 2;
-	double calls = c->gather_calls / passes;
-	*fwd = c->allreduce_s / 2 + calls * c->call_s;
-	*bwd = passes / 2 * c->allreduce_s + fmax(calls * (passes - 1), rs) * c->call_s;
+	double calls = c->gather_calls / passes, pass = c->allreduce_s / 2;
+	return (struct phases){
+		.all = (passes + 1) * pass + fmax(c->gather_calls, rs) * c->call_s,
+		.fwd = pass + calls * c->call_s,
+		.bwd = (passes - 1) * (pass + calls * c->call_s),
+	};
 }
 
 static double busy_s(const struct par_dp_costs *c)
 {
-	double fwd, bwd;
-	phases(c, &fwd, &bwd);
-	return c->micro_batches * (fwd + bwd) + par_dps_plan_edges(c, c->last_reduce_bytes);
+	return c->micro_batches * phases(c).all + par_dps_plan_edges(c, c->last_reduce_bytes);
 }
 
 static double exposed_s(const struct par_dp_costs *c)
 {
-	double fwd, bwd;
-	phases(c, &fwd, &bwd);
-	double per_mb = fmax(0, fwd - (c->stage_s - c->backward_s)) + fmax(0, bwd - c->backward_s);
+	struct phases k = phases(c);
+	double per_mb = fmax(fmax(0, k.all - c->stage_s),
+			     fmax(k.fwd - (c->stage_s - c->backward_s), k.bwd - c->backward_s));
 	return fmax(par_dps_plan_edges(c, c->last_reduce_bytes), c->micro_batches * per_mb);
 }
 
