@@ -40,6 +40,16 @@ double par_b_layer_params(const struct builder *b, int l)
 	return par_step_layer_params(b->s, l);
 }
 
+double par_b_expert_params(const struct builder *b)
+{
+	return b->s->stage_expert_params[b->stage];
+}
+
+double par_b_layer_expert_params(const struct builder *b, int l)
+{
+	return par_step_layer_expert_params(b->s, l);
+}
+
 /* The virtual stages of this program's stage: chunk c is vs = c p + s. */
 uint32_t par_b_vstage(const struct builder *b, unsigned chunk)
 {
@@ -62,9 +72,7 @@ void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, 
 void par_b_states(const struct builder *b, unsigned zero, double bytes[PAR_MEM_NCATS])
 {
 	struct par_states st;
-	const struct par_training *tr = b->t->training;
-	par_model_states(par_b_params(b), tr->precision, tr->optimizer, zero, b->shard,
-			 b->t->layout->ddp.fp32_grads, &st);
+	par_step_states(b->s, b->stage, zero, &st);
 	memset(bytes, 0, PAR_MEM_NCATS * sizeof(double));
 	bytes[PAR_MEM_WEIGHTS] = st.weights;
 	bytes[PAR_MEM_GRADS] = st.grads;

@@ -109,20 +109,32 @@ void par_dpb_backward_end(struct builder *b, uint32_t last)
 	bucket_close(b, last, 1);
 }
 
-/* ZeRO-1/2: all-gather the updated parameters, bucket by bucket. */
+/* All-gather `total` bytes over a slot in buckets of `cap`, the first
+ * after op `after`; `what` names them. */
+static void gather_buckets(struct builder *b, const char *what, unsigned slot, double total,
+			   double cap, uint32_t after)
+{
+	unsigned k = 0;
+	for (double done = 0; done < total; done += cap, k++) {
+		char name[64];
+		sim_fmt(name, sizeof(name), "%s.%s%u.allgather", b->dp->name, what, k);
+		double bytes = total - done < cap ? total - done : cap;
+		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
+						slot, bytes, k ? NO_OP : after);
+	}
+}
+
+/* ZeRO-1/2: all-gather the updated parameters, bucket by bucket: the dense
+ * ones over the data-parallel group, the routed experts over the ranks
+ * that hold the same experts (their shards). */
 void par_dpb_after_step(struct builder *b, uint32_t step)
 {
 	if (!state(b)->p.gather_params || state(b)->p.gather_ahead)
 		return;  /* none, or the next step's forward gathers them */
-	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
-	unsigned k = 0;
-	for (double done = 0; done < total; done += cap, k++) {
-		char name[64];
-		sim_fmt(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k);
-		double bytes = total - done < cap ? total - done : cap;
-		b->last_param_comm = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER,
-						SLOT_DP, bytes, k ? NO_OP : step);
-	}
+	double e = 2 * par_b_expert_params(b), cap = b->t->layout->ddp.bucket_bytes;
+	gather_buckets(b, "params", SLOT_DP, 2 * par_b_params(b) - e, cap, step);
+	if (e > 0 && b->dpn / b->t->layout->ep > 1)
+		gather_buckets(b, "experts", SLOT_EDP, e, cap, step);
 }
 
 /*
@@ -136,13 +148,16 @@ int par_dpb_check_gathers(const struct builder *b, double *most, char *err, size
 	/* The program is built and its state freed: the layout says it. */
 	if (b->dpn <= 1 || b->t->layout->ddp.overlap_param_gather)
 		return 0;
-	double total = 2 * par_b_params(b), cap = b->t->layout->ddp.bucket_bytes;
-	double n = ceil(total / cap);
+	double e = 2 * par_b_expert_params(b), total = 2 * par_b_params(b);
+	double cap = b->t->layout->ddp.bucket_bytes;
+	int split = e > 0 && b->dpn / b->t->layout->ep > 1;  /* experts gathered apart */
+	double n = split ? ceil((total - e) / cap) + ceil(e / cap) : ceil((total - e) / cap);
 	if (n <= PAR_MAX_PARAM_GATHERS || n <= *most)
 		return 0;
 	*most = n;
-	/* The smallest bucket that will do, rounded up to the 3 digits printed. */
-	double min = ceil(total / PAR_MAX_PARAM_GATHERS);
+	/* The smallest bucket that will do (two partial buckets where the
+	 * experts are apart), rounded up to the 3 digits printed. */
+	double min = ceil(total / (PAR_MAX_PARAM_GATHERS - split));
 	double unit = min >= 1000 ? pow(10, floor(log10(min)) - 2) : 1;
 	char have[32], params[32], need[32];
 	sim_units_format(SIM_UNIT_BYTES, cap, have, sizeof(have));
@@ -158,7 +173,7 @@ int par_dpb_check_gathers(const struct builder *b, double *most, char *err, size
 struct gather_plan {
 	struct builder *b;
 	int *piece;
-	double *bytes;
+	double *bytes, *experts;   /* dense, routed experts' */
 	size_t n, cap;
 };
 
@@ -169,9 +184,12 @@ static void plan_piece(void *ctx, int piece, double params)
 		g->cap = g->cap ? 2 * g->cap : 64;
 		g->piece = xreallocarray(g->piece, g->cap, sizeof(int));
 		g->bytes = xreallocarray(g->bytes, g->cap, sizeof(double));
+		g->experts = xreallocarray(g->experts, g->cap, sizeof(double));
 	}
+	double e = par_b_layer_expert_params(g->b, piece);
 	g->piece[g->n] = piece;
-	g->bytes[g->n++] = 2 * params;  /* the parameters in bf16 */
+	g->bytes[g->n] = 2 * (params - e);  /* the parameters in bf16 */
+	g->experts[g->n++] = 2 * e;
 }
 
 /*
@@ -179,14 +197,17 @@ static void plan_piece(void *ctx, int piece, double params)
  * grouped into buckets of the gradient buckets' parameter count (at least
  * ddp.bucket bytes of gradients; a bucket does not end just before the
  * head), and note for each layer (gather[piece + 2]) the gather its first
- * forward waits for.
+ * forward waits for. A bucket's routed experts are gathered after its dense
+ * parameters, over the ranks that hold the same experts; the layer waits
+ * for the later one (the stream runs them in order).
  */
 static void plan_gathers(struct builder *b)
 {
 	struct dp_bucket *s = state(b);
 	struct gather_plan g = { .b = b };
 	unsigned L = b->t->model->layers;
-	double cap = b->t->layout->ddp.bucket_bytes / b->grad_elem * 2, acc = 0;
+	double cap = b->t->layout->ddp.bucket_bytes / b->grad_elem * 2, acc = 0, eacc = 0;
+	int edp = b->dpn / b->t->layout->ep > 1;
 	size_t start = 0;
 	unsigned k = 0;
 	par_b_each_param(b, plan_piece, &g);
@@ -194,22 +215,32 @@ static void plan_gathers(struct builder *b)
 	for (unsigned i = 0; i < L + 2; i++)
 		s->gather[i] = NO_OP;
 	for (size_t i = 0; i < g.n; i++) {
-		acc += g.bytes[i];
+		acc += g.bytes[i], eacc += g.experts[i];
 		int last = i + 1 == g.n;
-		if (!last && (acc < cap || g.piece[i + 1] == -2))
+		if (!last && (acc + eacc < cap || g.piece[i + 1] == -2))
 			continue;
 		char name[64];
-		sim_fmt(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k++);
-		uint32_t op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_DP, acc,
-					 NO_OP);
+		uint32_t op = NO_OP;
+		if (acc > 0 || !(eacc > 0 && edp)) {
+			sim_fmt(name, sizeof(name), "%s.params%u.allgather", b->dp->name, k);
+			op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_DP, acc,
+					NO_OP);
+		}
+		if (eacc > 0 && edp) {
+			sim_fmt(name, sizeof(name), "%s.experts%u.allgather", b->dp->name, k);
+			op = par_b_coll(b, STREAM_PARAM, name, SIM_COLL_ALLGATHER, SLOT_EDP, eacc,
+					NO_OP);
+		}
+		k++;
 		b->last_param_comm = op;
 		for (size_t j = start; j <= i; j++)
 			s->gather[g.piece[j] + 2] = op;
 		start = i + 1;
-		acc = 0;
+		acc = 0, eacc = 0;
 	}
 	free(g.piece);
 	free(g.bytes);
+	free(g.experts);
 }
 
 /* Before a layer's (or the embedding's) first forward: wait for its bucket. */

@@ -150,9 +150,7 @@ int par_train_plan(struct par_step *s, struct par_report *out, char *err, size_t
 		}
 		if (st == 0 && t->layout->offload.enabled) {
 			struct par_states ms;
-			par_model_states(s->stage_params[0], t->training->precision,
-					 t->training->optimizer, par_dp_zero_stage(s->strategy),
-					 s->shard, t->layout->ddp.fp32_grads, &ms);
+			par_step_states(s, 0, par_dp_zero_stage(s->strategy), &ms);
 			out->offload.saved_bytes = ms.optimizer;
 			for (uint32_t i = 0; i < prog->stream_n[STREAM_HOST]; i++)
 				out->offload.host_s += sim_ps_to_s(

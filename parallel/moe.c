@@ -129,3 +129,12 @@ size_t par_moe_ops(const struct par_model *m, const struct par_training *tr, uns
 	emit(&l, ops, 3, ph, routed ? local : 1, routed, e);
 	return l.n;
 }
+
+double par_moe_layer_activation_bytes(const struct par_model *m, const struct par_training *tr,
+				      unsigned tp, int sp, double factor)
+{
+	struct par_model w = *m;
+	double f = m->moe.expert_ffn ? m->moe.expert_ffn : m->ffn;
+	w.ffn = (uint32_t)(f * (m->moe.top_k * factor + m->moe.shared_experts));
+	return par_layer_activation_bytes(&w, tr, tp, sp);
+}

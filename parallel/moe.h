@@ -44,4 +44,12 @@ size_t par_moe_ops(const struct par_model *m, const struct par_training *tr, uns
 		   uint32_t ep, double factor, int part, enum par_phase ph,
 		   struct par_op *out, size_t max);
 
+/*
+ * What an MoE layer keeps for its backward: a dense layer's activations
+ * whose MLP is k routed experts at `factor` times the even load plus the
+ * shared experts (the step builder and the planner both).
+ */
+double par_moe_layer_activation_bytes(const struct par_model *m, const struct par_training *tr,
+				      unsigned tp, int sp, double factor);
+
 #endif

@@ -2,7 +2,8 @@
  * moe_step.c - the mixture-of-experts layers in the step: the routing load
  * of each layer (moe.c), the dispatch and combine all-to-alls over the
  * expert group (SPEC C28), the rank's experts, the shared experts, and the
- * expert gradients reduced over the ranks that hold the same experts.
+ * expert gradients reduced over the ranks that hold the same experts
+ * (all-reduced, or reduce-scattered where the optimizer is sharded).
  */
 #include "parallel/train-int.h"
 #include "parallel/moe.h"
@@ -76,24 +77,25 @@ void par_moe_block(struct builder *b, const char *where, int bwd)
 	moe_part(b, where, 1, PAR_BWD);
 	moe_alltoall(b, where, "dispatch", 1);
 	moe_part(b, where, 0, PAR_BWD);
+	/* Over the ranks that hold the same experts: all-reduced, or where the
+	 * strategy shards the optimizer, reduce-scattered (the updated experts
+	 * are all-gathered after the step, dp_bucket.c). */
 	uint32_t edp = b->dpn / b->t->layout->ep;
 	if (b->expert_grads > 0 && edp > 1) {
+		int rs = (b->dp->flags & PAR_DP_SHARDS_OPTIMIZER) != 0;
+		enum sim_coll_op op = rs ? SIM_COLL_REDUCESCATTER : SIM_COLL_ALLREDUCE;
 		char name[128], mb[24];
 		par_b_mb_label(b, mb, sizeof(mb));
-		sim_fmt(name, sizeof(name), "moe.%s.%s.experts.allreduce", where, mb);
-		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, SIM_COLL_ALLREDUCE, SLOT_EDP,
+		sim_fmt(name, sizeof(name), "moe.%s.%s.experts.%s", where, mb, sim_coll_op_name(op));
+		b->last_grad_comm = par_b_coll(b, STREAM_GRAD, name, op, SLOT_EDP,
 					       b->expert_grads, b->last_compute);
 		par_b_label(b, SIM_PHASE_BWD, 1, NULL);
 	}
 	b->expert_grads = 0;
 }
 
-/* What an MoE layer keeps: a dense layer whose MLP is k (routed, scaled by
- * the load) plus the shared experts' width. */
+/* What an MoE layer keeps at this layer's load (moe.c). */
 double par_moe_activation_bytes(struct builder *b)
 {
-	struct par_model m = *b->t->model;
-	double f = m.moe.expert_ffn ? m.moe.expert_ffn : m.ffn;
-	m.ffn = (uint32_t)(f * (m.moe.top_k * moe_factor(b) + m.moe.shared_experts));
-	return par_layer_activation_bytes(&m, &b->local, b->tp, b->sp);
+	return par_moe_layer_activation_bytes(b->t->model, &b->local, b->tp, b->sp, moe_factor(b));
 }

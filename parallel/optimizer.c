@@ -6,11 +6,15 @@
 
 /* ---- the optimizer step --------------------------------------------------- */
 
-/* Parameters this rank's optimizer updates. */
+/* Parameters this rank's optimizer updates: where the optimizer is
+ * sharded, the dense ones over the shard group, the routed experts over
+ * the ranks that hold the same experts (par_step_expert_shard). */
 static double step_params(const struct builder *b)
 {
-	int sharded = (b->dp->flags & PAR_DP_SHARDS_OPTIMIZER) != 0;
-	return par_b_params(b) / (sharded ? b->shard : 1);
+	if (!(b->dp->flags & PAR_DP_SHARDS_OPTIMIZER))
+		return par_b_params(b);
+	double e = par_b_expert_params(b);
+	return (par_b_params(b) - e) / b->shard + e / par_step_expert_shard(b->s);
 }
 
 /*

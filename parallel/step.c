@@ -174,6 +174,37 @@ double par_step_layer_params(const struct par_step *s, int l)
 	return (par_moe_layer_params(m) - m->moe.experts * e * (1 - 1 / ep)) / s->d.tp;
 }
 
+double par_step_layer_expert_params(const struct par_step *s, int l)
+{
+	const struct par_model *m = s->t->model;
+	if (l < 0 || !par_layer_is_moe(m, (unsigned)l))
+		return 0;
+	double ep = s->t->layout->ep ? s->t->layout->ep : 1;
+	return m->moe.experts / ep * par_expert_params(m) / s->d.tp;
+}
+
+uint32_t par_step_expert_shard(const struct par_step *s)
+{
+	uint32_t ep = s->d.ep ? s->d.ep : 1;
+	return s->shard >= ep ? s->shard / ep : 1;
+}
+
+void par_step_states(const struct par_step *s, uint32_t stage, unsigned zero,
+		     struct par_states *out)
+{
+	const struct par_training *tr = s->t->training;
+	bool fp32 = s->t->layout->ddp.fp32_grads;
+	double e = s->stage_expert_params[stage];
+	struct par_states x;
+	par_model_states(s->stage_params[stage] - e, tr->precision, tr->optimizer, zero, s->shard,
+			 fp32, out);
+	if (e > 0) {
+		par_model_states(e, tr->precision, tr->optimizer, zero, par_step_expert_shard(s),
+				 fp32, &x);
+		out->weights += x.weights, out->grads += x.grads, out->optimizer += x.optimizer;
+	}
+}
+
 /*
  * A rank of stage `stage`'s parameters in forward order, piece by piece:
  * per model chunk, the embedding (-1) on the first virtual stage, the
@@ -199,10 +230,16 @@ void par_step_each_param(const struct par_step *s, uint32_t stage,
 	}
 }
 
+struct stage_sum {
+	const struct par_step *s;
+	double params, experts;
+};
+
 static void add_params(void *ctx, int piece, double params)
 {
-	(void)piece;
-	*(double *)ctx += params;
+	struct stage_sum *a = ctx;
+	a->params += params;
+	a->experts += par_step_layer_expert_params(a->s, piece);
 }
 
 int par_step_derive(struct par_step *s, const struct par_train *t, char *err, size_t errlen)
@@ -241,8 +278,12 @@ int par_step_resolve(struct par_step *s, const struct par_train *t, char *err, s
 				     &s->layer_count[vs], err, errlen) < 0)
 			BUG("%s", err);  /* par_layout_check checked the split */
 	s->stage_params = xcalloc(d.pp, sizeof(double));
-	for (uint32_t st = 0; st < d.pp; st++)
-		par_step_each_param(s, st, add_params, &s->stage_params[st]);
+	s->stage_expert_params = xcalloc(d.pp, sizeof(double));
+	for (uint32_t st = 0; st < d.pp; st++) {
+		struct stage_sum a = { .s = s };
+		par_step_each_param(s, st, add_params, &a);
+		s->stage_params[st] = a.params, s->stage_expert_params[st] = a.experts;
+	}
 	s->progs = xcalloc((size_t)d.pp * d.cp, sizeof(*s->progs));
 	s->held = xcalloc((size_t)d.pp * d.cp, sizeof(*s->held));
 	return 0;
@@ -276,5 +317,6 @@ void par_step_free(struct par_step *s)
 	free(s->layer_first);
 	free(s->layer_count);
 	free(s->stage_params);
+	free(s->stage_expert_params);
 	memset(s, 0, sizeof(*s));
 }

@@ -60,6 +60,7 @@ struct par_step {
 					  * vs = c pp + s)                       */
 	double *stage_params;            /* [pp]: parameters a rank of the stage
 					  * holds (its share of TP and EP)        */
+	double *stage_expert_params;     /* [pp]: of these, its routed experts'  */
 	/* The programs, one per stage and CP rank ([stage x cp + cp rank]),
 	 * built by par_step_program on first use; with each, the bytes its
 	 * ranks hold from the start, by category. */
@@ -120,6 +121,18 @@ void par_cp_ring_sizes(const struct par_model *m, const struct par_training *loc
 /* Parameters a rank holds of layer l (-1: the embedding and head together),
  * its share of TP and EP. */
 double par_step_layer_params(const struct par_step *s, int l);
+/* Of these, its routed experts' (0 for a dense layer). */
+double par_step_layer_expert_params(const struct par_step *s, int l);
+/* The ranks a rank's routed experts are sharded over where its parameters
+ * are sharded over s->shard: the expert-data-parallel group, shard / ep
+ * (the ranks of the shard group that hold the same experts; Megatron-Core's
+ * distributed optimizer and DeepSpeed-MoE both shard experts over it). */
+uint32_t par_step_expert_shard(const struct par_step *s);
+/* The model states a rank of stage `stage` holds under ZeRO stage `zero`:
+ * the dense parameters sharded over s->shard, the routed experts over
+ * par_step_expert_shard. */
+void par_step_states(const struct par_step *s, uint32_t stage, unsigned zero,
+		     struct par_states *out);
 /* A rank of stage `stage`'s parameters in forward order: fn(ctx, piece,
  * params) for the embedding (piece -1), each layer (its index) and the
  * head (-2), chunk by chunk. */

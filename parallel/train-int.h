@@ -97,6 +97,8 @@ uint32_t par_b_coll(struct builder *b, unsigned stream, const char *name, enum s
 		    unsigned slot, double bytes, uint32_t after);
 double par_b_params(const struct builder *b);       /* Ψ on one rank (all layers) */
 double par_b_layer_params(const struct builder *b, int l);  /* -1: embedding + head */
+double par_b_expert_params(const struct builder *b);  /* of Ψ, the routed experts' */
+double par_b_layer_expert_params(const struct builder *b, int l);
 /* This rank's parameters in forward order: fn(ctx, piece, params) for the
  * embedding (piece -1), each layer (its index) and the head (-2). */
 void par_b_each_param(const struct builder *b, void (*fn)(void *ctx, int piece, double params),

@@ -418,6 +418,104 @@ START_TEST(zero3_program_granularity)
 }
 END_TEST
 
+/*
+ * ZeRO-1 with routed experts, on GPT-3 1.3B made MoE (4 experts, top 2)
+ * over 16 GPUs, dp 16, ep 4: the dense parameters' optimizer states are
+ * sharded over the 16 data-parallel ranks, each expert's over the 4 ranks
+ * that hold it (the expert-data-parallel group); the expert gradients are
+ * reduce-scattered over those 4 layer by layer, and after the step the
+ * updated experts are all-gathered over them, the dense parameters over
+ * all 16. Under DDP the expert gradients are all-reduced; with ep 16 no
+ * other rank holds a rank's experts and nothing is reduced or gathered.
+ */
+START_TEST(zero1_shards_experts_over_edp)
+{
+	static const char *const z1[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					  "model.moe.experts=4", "model.moe.top_k=2",
+					  "parallel.ep=4", "parallel.zero=1" };
+	struct fixture f;
+	setup(&f, z1, ARRAY_SIZE(z1));
+	struct par_step s;
+	char err[512];
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(s.shard, 16);
+	ck_assert_uint_eq(par_step_expert_shard(&s), 4);
+	const struct par_model *m = f.t.model;
+	double expert = par_expert_params(m), experts = 0;
+	for (int l = 0; l < (int)m->layers; l++) {
+		ck_assert_double_eq(par_step_layer_expert_params(&s, l), expert);  /* 4 / ep 4 */
+		experts += expert;
+	}
+	ck_assert_double_eq(par_step_layer_expert_params(&s, -1), 0);
+	ck_assert_double_eq_tol(s.stage_expert_params[0], experts, 1e-9 * experts);
+	double dense = s.stage_params[0] - experts;
+	struct par_states st, d, e, all;
+	par_step_states(&s, 0, 1, &st);
+	par_model_states(dense, f.t.training->precision, f.t.training->optimizer, 1, 16, false,
+			 &d);
+	par_model_states(experts, f.t.training->precision, f.t.training->optimizer, 1, 4, false,
+			 &e);
+	par_model_states(s.stage_params[0], f.t.training->precision, f.t.training->optimizer, 1,
+			 16, false, &all);
+	ck_assert_double_eq_tol(st.optimizer, d.optimizer + e.optimizer, 1);
+	ck_assert_double_eq_tol(st.weights, all.weights, 1);
+	ck_assert_double_gt(st.optimizer, 1.5 * all.optimizer);
+	const struct sim_program *p = par_step_program(&s, 0, 0, NULL);
+	double bytes;
+	/* Every gradient byte (bf16) reduced once: the experts' GEMM weights
+	 * over the 4, the rest (their biases too, 0.03 %) in the buckets. */
+	double buckets = 0;
+	ck_assert_uint_eq(count_ops(p, ".experts.reducescatter", &bytes), m->layers);
+	for (uint32_t i = 0; i < p->nops; i++)
+		if (!strncmp(p->ops[i].name, "zero1.bucket", 12))
+			buckets += p->ops[i].bytes;
+	ck_assert_double_eq_tol(bytes + buckets, 2 * s.stage_params[0], 1);
+	ck_assert_double_eq_tol(bytes, 2 * experts, 1e-3 * experts);
+	ck_assert_uint_eq(count_ops(p, ".experts.allreduce", &bytes), 0);
+	count_ops(p, ".allgather", &bytes);
+	ck_assert_double_eq_tol(bytes, 2 * s.stage_params[0], 1);
+	double eg = 0;
+	for (uint32_t i = 0; i < p->nops; i++)
+		if (!strncmp(p->ops[i].name, "zero1.experts", 13))
+			eg += p->ops[i].bytes;
+	ck_assert_double_eq_tol(eg, 2 * experts, 1);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+
+	static const char *const ddp[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					   "model.moe.experts=4", "model.moe.top_k=2",
+					   "parallel.ep=4", "parallel.zero=0" };
+	setup(&f, ddp, ARRAY_SIZE(ddp));
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	p = par_step_program(&s, 0, 0, NULL);
+	ck_assert_uint_eq(count_ops(p, ".experts.allreduce", &bytes), m->layers);
+	ck_assert_uint_eq(count_ops(p, ".experts.reducescatter", &bytes), 0);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+
+	static const char *const ep16[] = { "parallel.tp=1", "parallel.pp=1", "parallel.cp=1",
+					    "model.moe.experts=16", "model.moe.top_k=2",
+					    "parallel.ep=16", "parallel.zero=1" };
+	setup(&f, ep16, ARRAY_SIZE(ep16));
+	ck_assert_msg(par_step_resolve(&s, &f.t, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(par_step_expert_shard(&s), 1);
+	par_step_states(&s, 0, 1, &st);
+	experts = s.stage_expert_params[0], dense = s.stage_params[0] - experts;
+	par_model_states(dense, f.t.training->precision, f.t.training->optimizer, 1, 16, false,
+			 &d);
+	par_model_states(experts, f.t.training->precision, f.t.training->optimizer, 1, 1, false,
+			 &e);
+	ck_assert_double_eq_tol(st.optimizer, d.optimizer + e.optimizer, 1);
+	p = par_step_program(&s, 0, 0, NULL);
+	ck_assert_uint_eq(count_ops(p, ".experts.reducescatter", &bytes), 0);
+	ck_assert_uint_eq(count_ops(p, ".experts.allreduce", &bytes), 0);
+	count_ops(p, ".allgather", &bytes);
+	ck_assert_double_eq_tol(bytes, 2 * dense, 1);
+	par_step_free(&s);
+	par_compute_model_free(f.cm);
+}
+END_TEST
+
 /* ---- labels -------------------------------------------------------------- */
 
 /* The number after prefix p filling token t of length n ("mb12"), or -1. */
@@ -555,6 +653,7 @@ static Suite *step_suite(void)
 	tcase_add_test(t, host_eager);
 	tcase_add_test(t, zero3_calls_by_hand);
 	tcase_add_test(t, zero3_program_granularity);
+	tcase_add_test(t, zero1_shards_experts_over_edp);
 	suite_add_tcase(su, t);
 	return su;
 }
