@@ -82,7 +82,8 @@ int main(int argc, char **argv)
 		for (int r = 0; r < REPEATS; r++) {
 			/* A fresh planner each time: its kernel-time cache starts cold. */
 			struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel,
-								 &s.cluster, gpus, cm, NULL, 0);
+								 &s.cluster, gpus, cm,
+								 s.sim.seed, NULL, 0);
 			struct par_candidate *c;
 			double t0 = now_s();
 			n = par_plan(pl, &c, dropped, &total);

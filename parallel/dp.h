@@ -69,6 +69,11 @@ struct par_dp_chunk {
 	double bytes;                    /* the chunk's gradient bytes              */
 	double last;                     /* the last bucket's, closed at its end    */
 	double after_s;                  /* the stage's compute after its last backward */
+	/* An MoE layer's routed-expert gradients, outside the buckets: each
+	 * layer's reduced alone over the ranks that hold the same experts
+	 * (moe_step.c), nexperts of expert_bytes. */
+	double expert_bytes;
+	unsigned nexperts;
 };
 
 /* Bucketing a chunk's gradients as dp_bucket.c does (par_dpb_grads: a
@@ -110,7 +115,18 @@ struct par_dp_costs {
 	double edge_params, last_reduce_bytes;
 	double (*coll_s)(void *ctx, enum sim_coll_op op, double bytes);
 	void *coll_ctx;
+	/* Of `params`, the routed experts' (an MoE model), and the ranks
+	 * holding the same experts they are sharded and gathered over (dp /
+	 * ep), with the time of a collective over those (same context). */
+	double expert_params;
+	uint32_t expert_dp;
+	double (*expert_coll_s)(void *ctx, enum sim_coll_op op, double bytes);
 };
+
+/* The reductions of a chunk's routed-expert gradients, `op` over the
+ * expert-data-parallel group (0 where it is one rank). */
+double par_dpb_plan_experts(const struct par_dp_costs *c, const struct par_dp_chunk *k,
+			    enum sim_coll_op op);
 
 /* The closed form of a strategy's memory: bytes of one rank. */
 struct par_dp_mem {

@@ -262,12 +262,17 @@ void par_dpb_memory(const struct builder *b, double *bytes)
 	bytes[PAR_MEM_BUFFERS] = b->dpn > 1 ? 2 * b->t->layout->ddp.bucket_bytes : 0;
 }
 
+/* As par_step_states: the routed experts sharded over their own group. */
 double par_dp_plan_states(const struct par_dp_costs *c, unsigned zero)
 {
-	struct par_states st;
-	par_model_states(c->params, c->precision, c->optimizer, zero, c->dp,
+	struct par_states st, x = { 0 };
+	double e = c->expert_params;
+	par_model_states(c->params - e, c->precision, c->optimizer, zero, c->dp,
 			 c->layout->ddp.fp32_grads, &st);
-	return st.weights + st.grads + st.optimizer;
+	if (e > 0)
+		par_model_states(e, c->precision, c->optimizer, zero,
+				 c->expert_dp ? c->expert_dp : 1, c->layout->ddp.fp32_grads, &x);
+	return st.weights + st.grads + st.optimizer + x.weights + x.grads + x.optimizer;
 }
 
 /* The planner counts two buckets whatever the group (a group of one holds
@@ -321,7 +326,8 @@ void par_dpb_plan_close(struct par_dp_chunk *c, double *open)
  * start `lead` before its last backward ends (its share of a micro-batch's
  * backward with overlap, else 0), which is after_s before the step's last
  * backward ends; each takes the sum of its buckets' collectives (whole:
- * one collective of the chunk's bytes). The time the stream runs past the
+ * one collective of the chunk's bytes), the routed experts' first, during
+ * the chunk's last backward (moe_step.c). The time the stream runs past the
  * last backward; *busy (if not NULL) the stream's whole time.
  */
 double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, int whole,
@@ -336,7 +342,13 @@ double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, in
 			r = c->coll_s(c->coll_ctx, op, k->bytes);
 		for (unsigned i = 0; !whole && i < k->nbucket; i++)
 			r += k->bucket[i].n * c->coll_s(c->coll_ctx, op, k->bucket[i].bytes);
-		sum += r;
+		/* The experts go as each MoE layer's backward ends, through the
+		 * chunk's last backward (no later than the last one's end). */
+		double x = par_dpb_plan_experts(c, k, op);
+		if (x > 0)
+			end = fmax(fmax(end, -k->after_s - c->backward_s / c->nchunks) + x,
+				   -k->after_s + x / k->nexperts);
+		sum += r + x;
 		end = fmax(end, -k->after_s - lead) + r;
 	}
 	if (busy)
@@ -344,20 +356,39 @@ double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, in
 	return fmax(0, end);
 }
 
+double par_dpb_plan_experts(const struct par_dp_costs *c, const struct par_dp_chunk *k,
+			    enum sim_coll_op op)
+{
+	if (!k->nexperts || c->expert_dp < 2 || !c->expert_coll_s)
+		return 0;
+	return k->nexperts * c->expert_coll_s(c->coll_ctx, op, k->expert_bytes);
+}
+
+/* Buckets of `cap` over `total` bytes, the last one the rest. */
+static double gathers_s(const struct par_dp_costs *c, double (*coll)(void *, enum sim_coll_op,
+								     double),
+			double total, double cap)
+{
+	double full = floor(total / cap), rest = total - full * cap;
+	return full * coll(c->coll_ctx, SIM_COLL_ALLGATHER, cap) +
+	       (rest > 0 ? coll(c->coll_ctx, SIM_COLL_ALLGATHER, rest) : 0);
+}
+
 /*
  * ZeRO-1/2: the all-gathers of the updated parameters, as
  * par_dpb_after_step issues them (buckets of ddp.bucket bytes of bf16
- * parameters, the last one the rest), exposed whole after the step; with
+ * parameters, the last one the rest; the routed experts' apart, over
+ * the ranks that hold them), exposed whole after the step; with
  * ddp.overlap_param_gather the next forward's first micro-batch hides
  * what it can (its layers wait for their gathers in order; the pieces are
  * counted as these buckets). *busy (if not NULL): the gathers' whole time.
  */
 double par_dpb_plan_gather(const struct par_dp_costs *c, double *busy)
 {
-	double total = 2 * c->params, cap = c->layout->ddp.bucket_bytes;
-	double full = floor(total / cap), rest = total - full * cap;
-	double g = full * c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, cap) +
-		   (rest > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, rest) : 0);
+	double e = 2 * c->expert_params, cap = c->layout->ddp.bucket_bytes;
+	double g = gathers_s(c, c->coll_s, 2 * c->params - e, cap);
+	if (e > 0 && c->expert_dp > 1 && c->expert_coll_s)
+		g += gathers_s(c, c->expert_coll_s, e, cap);
 	if (busy)
 		*busy = g;
 	return c->layout->ddp.overlap_param_gather ? fmax(0, g - (c->stage_s - c->backward_s)) : g;

@@ -88,8 +88,13 @@ static double reduce(const struct par_dp_costs *c, double *busy)
 	for (uint32_t j = 0; j < c->nchunks; j++) {
 		const struct par_dp_chunk *k = &c->chunk[j];
 		double r = k->bytes > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_ALLREDUCE, k->bytes) : 0;
+		/* The routed experts' go during the chunk's last backward. */
+		double x = par_dpb_plan_experts(c, k, SIM_COLL_ALLREDUCE);
+		if (x > 0)
+			end = fmax(fmax(end, -k->after_s - c->backward_s / c->nchunks) + x,
+				   -k->after_s + x / k->nexperts);
 		end = fmax(end, -k->after_s) + r;
-		*busy += r;
+		*busy += r + x;
 	}
 	return fmax(0, end);
 }

@@ -40,6 +40,9 @@ enum { PAR_PLAN_LAYER_GRADS = 24 };
 struct shape {
 	uint32_t tp, mb, cp, ep;
 	uint8_t sp, rc, moe;
+	double load;              /* an MoE layer's: the busiest EP rank's
+				   * routed tokens over the even share      */
+	uint8_t moe_recomputed;   /* its experts rerun in the backward      */
 	double fwd, bwd;          /* seconds of kernels                     */
 	double tp_fwd, tp_bwd;    /* of tensor-parallel collectives          */
 	double slow_fwd, slow_bwd;  /* what the kernels lose beside a kernel
@@ -52,10 +55,11 @@ struct shape {
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
 	/* The gradient bytes of each tensor a layer's backward completes, in
-	 * its order (the builder's par_dpb_grads calls); an MoE layer's
-	 * experts as one more, first (their backward's): see grad_plan. */
+	 * its order (the builder's par_dpb_grads calls). */
 	double grads[PAR_PLAN_LAYER_GRADS];
 	unsigned ngrads;
+	double expert_grads;      /* an MoE layer's routed experts': reduced
+				   * apart (par_dp_chunk.expert_bytes)   */
 	double head_grads[4], embed_grads;  /* the LM head's backward, the
 				   * embedding's (its own; with the head's
 				   * when tied)                            */
@@ -69,6 +73,12 @@ struct grad_plan {
 	uint8_t sp;
 	double cap;
 	struct par_dp_chunk *chunk;   /* [vpp], after_s 0 */
+};
+
+/* The MoE routing load a (ep, pp, vpp) runs at (moe_load_of). */
+struct moe_stage_load {
+	uint32_t ep, pp, vpp;
+	double load;
 };
 
 /* A schedule's stage 0 after each chunk's last backward: its order among
@@ -100,6 +110,9 @@ struct par_planner {
 	size_t capchunks;
 	struct par_plan_rule *rules;
 	size_t nrules;
+	uint64_t seed;                /* sim.seed: the MoE routing (moe.c)    */
+	struct moe_stage_load *loads;
+	size_t nloads, caploads;
 	/* The simulator's closed forms of collectives on this cluster: a sim
 	 * of its GPUs with a group for each kind of group of a layout asked
 	 * for, and the times asked for so far. */
@@ -112,7 +125,7 @@ struct par_planner {
 };
 
 /* The groups of a layout the estimate asks about: rank 0's. */
-enum probe_kind { PROBE_TP, PROBE_CP, PROBE_DP, PROBE_EP };
+enum probe_kind { PROBE_TP, PROBE_CP, PROBE_DP, PROBE_EP, PROBE_EDP };
 
 struct probe_group {
 	enum probe_kind kind;
@@ -128,8 +141,8 @@ struct probe_time {
 
 struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
 				    const struct par_layout *base, const struct topo_config *cl,
-				    uint32_t gpus, const struct par_compute_model *cm, char *err,
-				    size_t errlen)
+				    uint32_t gpus, const struct par_compute_model *cm,
+				    uint64_t seed, char *err, size_t errlen)
 {
 	struct topo_config c = *cl;
 	if (c.kind != TOPO_IDEAL)
@@ -139,6 +152,7 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 		return NULL;
 	struct par_planner *p = xcalloc(1, sizeof(*p));
 	p->m = *m, p->tr = *tr, p->base = *base, p->cl = c, p->gpus = gpus, p->cm = cm;
+	p->seed = seed;
 	p->capacity = topo_gpu_find(cl->gpu)->mem_bytes;
 	struct sim_config sc;
 	sim_config_init(&sc);
@@ -170,6 +184,7 @@ void par_planner_free(struct par_planner *p)
 	}
 	free(p->tails);
 	free(p->chunks);
+	free(p->loads);
 	free(p);
 }
 
@@ -183,10 +198,22 @@ static int dims_eq(const struct par_dims *a, const struct par_dims *b)
 
 /* The probe's group of kind k of a layout (rank 0's), added when first
  * asked for; its members as the step's groups have them (place.c). */
+static uint32_t group_size(enum probe_kind k, const struct par_layout *l)
+{
+	switch (k) {
+	case PROBE_TP: return l->tp;
+	case PROBE_CP: return l->cp;
+	case PROBE_EP: return l->ep;
+	case PROBE_EDP: return l->dp * l->cp / l->ep;
+	case PROBE_DP: break;
+	}
+	return l->dp * l->cp;
+}
+
 static uint32_t probe_group(struct par_planner *p, enum probe_kind k, const struct par_layout *l)
 {
 	struct par_dims d = { .tp = l->tp, .cp = l->cp, .pp = l->pp, .dp = l->dp,
-			      .ep = k == PROBE_EP ? l->ep : 1, .vpp = 1 };
+			      .ep = k == PROBE_EP || k == PROBE_EDP ? l->ep : 1, .vpp = 1 };
 	/* Only the dimensions that shape the group tell groups apart. */
 	if (k == PROBE_TP)
 		d.cp = d.pp = d.dp = 1;
@@ -195,8 +222,7 @@ static uint32_t probe_group(struct par_planner *p, enum probe_kind k, const stru
 	for (size_t i = 0; i < p->ngroups; i++)
 		if (p->groups[i].kind == k && dims_eq(&p->groups[i].d, &d))
 			return p->groups[i].id;
-	uint32_t n = k == PROBE_TP ? d.tp : k == PROBE_CP ? d.cp : k == PROBE_EP ? d.ep
-										 : d.dp * d.cp;
+	uint32_t n = group_size(k, l);
 	struct par_dims full = { .tp = l->tp, .cp = l->cp, .pp = l->pp, .dp = l->dp, .ep = 1,
 				 .vpp = 1 };
 	uint32_t *ranks = xmalloc(n * sizeof(*ranks));
@@ -206,8 +232,11 @@ static uint32_t probe_group(struct par_planner *p, enum probe_kind k, const stru
 			c.tp = i;
 		else if (k == PROBE_CP)
 			c.cp = i;
-		else   /* DP over DP x CP; expert groups its first ep */
-			c.cp = i % l->cp, c.dp = i / l->cp;
+		else {  /* DP over DP x CP; expert groups its first ep; the
+			 * expert-data-parallel group every ep-th (place.c) */
+			uint32_t j = k == PROBE_EDP ? i * l->ep : i;
+			c.cp = j % l->cp, c.dp = j / l->cp;
+		}
 		ranks[i] = par_rank_of(&full, &c);
 	}
 	uint32_t id = sim_group_add(p->probe, ranks, n);
@@ -236,8 +265,7 @@ static size_t time_slot(const struct par_planner *p, uint32_t g, uint32_t op, do
 static double coll_s(struct par_planner *p, enum sim_coll_op op, double bytes, enum probe_kind k,
 		     const struct par_layout *l)
 {
-	uint32_t n = k == PROBE_TP ? l->tp : k == PROBE_CP ? l->cp : k == PROBE_EP ? l->ep
-										 : l->dp * l->cp;
+	uint32_t n = group_size(k, l);
 	if (n < 2)
 		return 0;
 	uint32_t g = probe_group(p, k, l);
@@ -518,14 +546,14 @@ static double slowed_s(const struct par_planner *p, const struct par_op *ops, si
 	return s;
 }
 
-/* The experts of an MoE layer at an even load, forward or backward. */
+/* The kernels of an MoE layer's MLP at a load (moe.c), forward or backward. */
 static double experts_s(const struct par_planner *p, const struct par_training *local,
-			uint32_t tp, uint32_t ep, enum par_phase ph)
+			uint32_t tp, uint32_t ep, double load, enum par_phase ph)
 {
 	struct par_op ops[16];
 	double s = 0;
 	for (int part = 0; part < 3; part++) {
-		size_t n = par_moe_ops(&p->m, local, tp, ep, 1, part, ph, ops, ARRAY_SIZE(ops));
+		size_t n = par_moe_ops(&p->m, local, tp, ep, load, part, ph, ops, ARRAY_SIZE(ops));
 		s += kernels_s(p, ops, n, local, tp, 1, 0);
 	}
 	return s;
@@ -557,39 +585,49 @@ static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t 
  * the cache moves as it grows). */
 static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
 				    int sp, enum par_recompute rc, int moe, uint32_t ep,
-				    unsigned blocks)
+				    double load, unsigned blocks)
 {
 	for (size_t i = 0; i < p->ncache; i++) {
 		const struct shape *c = &p->cache[i];
 		if (c->tp == tp && c->mb == mb && c->cp == cp && c->sp == sp && c->rc == rc &&
-		    c->moe == moe && c->ep == ep && c->blocks == blocks)
+		    c->moe == moe && c->ep == ep && c->load == load && c->blocks == blocks)
 			return *c;
 	}
 	struct par_training local = p->tr;
 	local.micro_batch = mb, local.seq = p->tr.seq / cp, local.recompute = rc;
 	struct par_op ops[64];
 	struct shape s = { .tp = tp, .mb = mb, .cp = cp, .ep = ep, .sp = (uint8_t)sp,
-			   .rc = (uint8_t)rc, .moe = (uint8_t)moe, .blocks = blocks };
+			   .rc = (uint8_t)rc, .moe = (uint8_t)moe, .load = load, .blocks = blocks };
 	size_t n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_FWD, ops, ARRAY_SIZE(ops));
-	s.fwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_FWD) : 0);
+	double efwd = moe ? experts_s(p, &local, tp, ep, load, PAR_FWD) : 0;
+	s.fwd = kernels_s(p, ops, n, &local, tp, cp, moe) + efwd;
 	s.tp_fwd = tp_comm_s(p, ops, n, PAR_FWD, &local, tp, sp, moe);
 	s.slow_fwd = slowed_s(p, ops, n, moe, blocks);
 	n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_BWD, ops, ARRAY_SIZE(ops));
-	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) + (moe ? experts_s(p, &local, tp, ep, PAR_BWD) : 0);
+	/* A recomputed MLP reruns the whole MoE forward (builder.c). */
+	for (size_t i = 0; moe && i < n; i++)
+		if (ops[i].recompute && par_kernel_is_mlp(ops[i].kernel))
+			s.moe_recomputed = 1;
+	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) +
+		(moe ? experts_s(p, &local, tp, ep, load, PAR_BWD) : 0) +
+		(s.moe_recomputed ? efwd : 0);
 	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
 	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
 	double ge = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads);
-	if (moe) {
+	if (moe) {   /* the MoE block's backward: shared experts, experts, router */
 		struct par_op eo[16];
-		double e = 0;
 		for (int part = 3; part-- > 0;) {
 			size_t k = par_moe_ops(&p->m, &local, tp, ep, 1, part, PAR_BWD, eo,
 					       ARRAY_SIZE(eo));
-			for (size_t i = 0; i < k; i++)
-				e += eo[i].params;
+			for (size_t i = 0; i < k; i++) {
+				if (!(eo[i].params > 0))
+					continue;
+				if (eo[i].expert)
+					s.expert_grads += ge * eo[i].params;
+				else if (s.ngrads < ARRAY_SIZE(s.grads))
+					s.grads[s.ngrads++] = ge * eo[i].params;
+			}
 		}
-		if (e > 0)
-			s.grads[s.ngrads++] = ge * e;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ops[i].params > 0 && !(moe && par_kernel_is_mlp(ops[i].kernel)) &&
@@ -613,6 +651,13 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		s.embed_grads += ge * ops[i].params;
 	s.act = par_layer_activation_bytes(&p->m, &local, tp, sp);
 	s.act_peak = par_layer_activation_peak_bytes(&p->m, &local, tp, sp);
+	if (moe) {   /* what passes.c keeps of an MoE layer */
+		double kept = par_moe_layer_activation_bytes(&p->m, &local, tp, sp, load);
+		if (rc == PAR_RECOMPUTE_FULL)
+			s.act_peak = kept;
+		else
+			s.act = kept;
+	}
 	double mod[64];
 	unsigned nm = par_dps_layer_modules(&p->m, &local, tp, sp, mod, ARRAY_SIZE(mod));
 	s.zero3_calls = par_dps_gather_calls(mod, nm, p->m.layers, rc == PAR_RECOMPUTE_FULL,
@@ -624,6 +669,17 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	}
 	p->cache[p->ncache++] = s;
 	return s;
+}
+
+/* Of these, its routed experts': L / pp layers' share. */
+static double rank_expert_params(const struct par_planner *p, const struct par_layout *l)
+{
+	const struct par_model *m = &p->m;
+	double layers = 0;
+	for (unsigned i = 0; i < m->layers; i++)
+		if (par_layer_is_moe(m, i))
+			layers += (double)m->moe.experts / l->ep * par_expert_params(m);
+	return layers / l->pp / l->tp;
 }
 
 /* Parameters a rank of the first stage holds: L / pp layers (its share of
@@ -661,9 +717,8 @@ static struct par_stage_cost stage_cost(double stage, double bwd)
  * in reverse (the head's tensors first when the chunk is the last virtual
  * stage, the embedding's last when it is the first), a bucket closing at
  * `cap` bytes, the chunk's end closing the open one. An MoE layer's
- * experts count as one tensor of the data-parallel buckets (the simulator
- * all-reduces them over the ranks holding the same experts, a group
- * dp / ep of these: on the safe side). Cached by (tp, sp, ep, pp, vpp, cap).
+ * routed experts are reduced apart, layer by layer, over the ranks that
+ * hold the same experts (moe_step.c). Cached by (tp, sp, ep, pp, vpp, cap).
  */
 static const struct par_dp_chunk *grad_plan_of(struct par_planner *p, const struct par_layout *l,
 					       uint32_t vpp, double cap, const struct shape *s,
@@ -689,6 +744,8 @@ static const struct par_dp_chunk *grad_plan_of(struct par_planner *p, const stru
 				par_dpb_plan_add(c, &open, cap, s->head_grads[k]);
 		for (uint32_t i = first + count; i-- > first;) {
 			const struct shape *t = par_layer_is_moe(&p->m, i) ? e : s;
+			if (t->expert_grads > 0)
+				c->expert_bytes = t->expert_grads, c->nexperts++;
 			for (unsigned k = 0; k < t->ngrads; k++)
 				par_dpb_plan_add(c, &open, cap, t->grads[k]);
 		}
@@ -704,6 +761,52 @@ static const struct par_dp_chunk *grad_plan_of(struct par_planner *p, const stru
 						      .ep = l->ep, .pp = l->pp, .vpp = vpp,
 						      .cap = cap, .chunk = chunk };
 	return chunk;
+}
+
+/*
+ * The routing load an MoE layout runs at (moe.c, as the simulation draws
+ * it from the seed): each stage's mean over its MoE layers of the busiest
+ * EP rank's load, the largest of the stages (the slowest stage sets the
+ * pace). Memory takes it too, on the safe side for a lighter first stage.
+ * Cached by (ep, pp, vpp).
+ */
+static double moe_load_of(struct par_planner *p, const struct par_layout *l, uint32_t vpp)
+{
+	for (size_t i = 0; i < p->nloads; i++) {
+		const struct moe_stage_load *c = &p->loads[i];
+		if (c->ep == l->ep && c->pp == l->pp && c->vpp == vpp)
+			return c->load;
+	}
+	double load = 0;
+	for (uint32_t st = 0; st < l->pp; st++) {
+		double sum = 0;
+		unsigned n = 0;
+		for (uint32_t j = 0; j < vpp; j++) {
+			uint32_t first = 0, count = 0;
+			char err[256];
+			if (par_stage_layers(l, p->m.layers, j * l->pp + st, &first, &count, err,
+					     sizeof(err)) < 0)
+				BUG("%s", err);   /* par_step_derive checked the split */
+			for (uint32_t i = first; i < first + count; i++) {
+				if (!par_layer_is_moe(&p->m, i))
+					continue;
+				struct par_moe_load ld;
+				par_moe_load(&p->m, l->ep, p->seed, i, &ld);
+				sum += ld.factor, n++;
+			}
+		}
+		if (n)
+			load = fmax(load, sum / n);
+	}
+	if (load == 0)
+		load = 1;
+	if (p->nloads == p->caploads) {
+		p->caploads = p->caploads ? 2 * p->caploads : 16;
+		p->loads = xreallocarray(p->loads, p->caploads, sizeof(*p->loads));
+	}
+	p->loads[p->nloads++] = (struct moe_stage_load){ .ep = l->ep, .pp = l->pp, .vpp = vpp,
+							 .load = load };
+	return load;
 }
 
 /* Stage 0 of a schedule after each chunk's last backward (cached). */
@@ -766,6 +869,12 @@ static double dp_coll_s(void *ctx, enum sim_coll_op op, double bytes)
 	return coll_s(c->p, op, bytes, PROBE_DP, c->l);
 }
 
+static double edp_coll_s(void *ctx, enum sim_coll_op op, double bytes)
+{
+	struct dp_coll_ctx *c = ctx;
+	return coll_s(c->p, op, bytes, PROBE_EDP, c->l);
+}
+
 /* The estimate of a candidate its step resolved (st). */
 static int estimate(struct par_planner *p, struct par_candidate *c, const struct par_step *st)
 {
@@ -785,17 +894,20 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 			blocks = 1;
 	}
 	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1,
-					 blocks);
+					 1, blocks);
 	const struct shape eh = moe ? shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
-					       c->recompute, 1, l->ep, blocks) : sh;
+					       c->recompute, 1, l->ep, moe_load_of(p, l, v),
+					       blocks) : sh;
 	const struct shape *s = &sh, *e = &eh;
 	double frac = moe ? 1.0 / (m->moe.every ? m->moe.every : 1) : 0;
 	double T = (double)p->tr.seq / l->cp * c->micro_batch, act_bytes = 2 * T * m->hidden;
-	/* Expert dispatch and combine, forward and backward (moe_step.c). */
-	double a2a = moe && l->ep > 1 ? 4 * coll_s(p, SIM_COLL_ALLTOALL,
+	/* Expert dispatch and combine, forward and backward (moe_step.c), the
+	 * forward's again where the backward recomputes it. */
+	double a2a = moe && l->ep > 1 ? 2 * coll_s(p, SIM_COLL_ALLTOALL,
 						   2 * T * m->moe.top_k * m->hidden, PROBE_EP, l) : 0;
-	double fwd = (1 - frac) * (s->fwd + s->tp_fwd) + frac * (e->fwd + e->tp_fwd + a2a / 2);
-	double bwd = (1 - frac) * (s->bwd + s->tp_bwd) + frac * (e->bwd + e->tp_bwd + a2a / 2);
+	double fwd = (1 - frac) * (s->fwd + s->tp_fwd) + frac * (e->fwd + e->tp_fwd + a2a);
+	double bwd = (1 - frac) * (s->bwd + s->tp_bwd) +
+		     frac * (e->bwd + e->tp_bwd + a2a * (e->moe_recomputed ? 2 : 1));
 	/* Per micro-batch each chunk of a stage receives an activation and a
 	 * gradient (passes.c: the TP rank's share with sequence parallelism),
 	 * over NVLink where the neighbouring stages share a node and over the
@@ -836,6 +948,8 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		.gather_passes = c->recompute == PAR_RECOMPUTE_FULL ? 3 : 2,
 		.call_s = coll_s(p, SIM_COLL_ALLGATHER, 0, PROBE_DP, l),
 		.coll_s = dp_coll_s, .coll_ctx = &cx,
+		.expert_params = moe ? rank_expert_params(p, l) : 0, .expert_dp = D / l->ep,
+		.expert_coll_s = edp_coll_s,
 	};
 	/* The bucketed strategies' chunks, in the order their last backward
 	 * ends, each with the stage's passes after it. */
@@ -861,7 +975,8 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	struct par_dp_mem dm;
 	dps->plan_memory(&dc, &dm);
 	double inflight = sched->in_flight(l->pp, 0, mbs, v);
-	double act = inflight * per * s->act + (s->act_peak - s->act);
+	double act = inflight * per * ((1 - frac) * s->act + frac * e->act) +
+		     fmax(s->act_peak - s->act, moe ? e->act_peak - e->act : 0);
 	double logits = 4 * T * m->vocab / l->tp;
 	c->peak_bytes = dm.states + act + (l->pp == 1 ? logits : 0) + dm.buffers;
 	struct par_reserve rv;
@@ -893,10 +1008,15 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		dc.backward_s += sharded ? each * (lose_fb > 0 ? lose_bk / lose_fb : 0) : each;
 		exposed = dps->exposed_s(&dc);
 	}
+	/* The optimizer over the rank's share: sharded, the dense parameters
+	 * over DP x CP, the routed experts over the ranks holding them. */
+	double updated = params;
+	if (dps->flags & PAR_DP_SHARDS_OPTIMIZER)
+		updated = (params - dc.expert_params) / D +
+			  dc.expert_params / (dc.expert_dp ? dc.expert_dp : 1);
 	struct par_op opt = { .name = par_kernel_name(PAR_K_ADAM, PAR_PART_FWD),
 			      .kernel = PAR_K_ADAM, .cls = PAR_OP_MEMBOUND,
-			      .bytes = 28 * params /
-				       (dps->flags & PAR_DP_SHARDS_OPTIMIZER ? D : 1) };
+			      .bytes = 28 * updated };
 	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);
 	c->exposed_s = exposed;
 	c->step_s = phase + exposed + slow + par_compute_time_s(p->cm, &opt);

@@ -79,13 +79,14 @@ struct par_planner;
  * layout keys of `base` that the planner does not vary (schedule, cp_algo,
  * bucket size, algorithms) are kept. The compute model must outlive it.
  * Collectives are costed by the simulator's closed forms on the cluster of
- * `gpus` GPUs (a sim of them, no events). NULL with err if the cluster
- * cannot be built.
+ * `gpus` GPUs (a sim of them, no events). `seed` is sim.seed, which sets
+ * an MoE model's routing (moe.c) as in the simulation. NULL with err if the
+ * cluster cannot be built.
  */
 struct par_planner *par_planner_new(const struct par_model *m, const struct par_training *tr,
 				    const struct par_layout *base, const struct topo_config *cl,
-				    uint32_t gpus, const struct par_compute_model *cm, char *err,
-				    size_t errlen);
+				    uint32_t gpus, const struct par_compute_model *cm,
+				    uint64_t seed, char *err, size_t errlen);
 void par_planner_free(struct par_planner *p);
 
 /* The rules the plan keeps to (r[0..n) stays the caller's and must

@@ -467,7 +467,8 @@ static int plan_run(struct cli_args *a)
 	}
 	double t0 = now_s();
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
-						 (uint32_t)gpus, cm, err, sizeof(err));
+						 (uint32_t)gpus, cm, s.sim.seed, err,
+						 sizeof(err));
 	if (!pl) {
 		par_compute_model_free(cm);
 		sim_store_close(st);

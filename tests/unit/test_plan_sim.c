@@ -48,7 +48,7 @@ static size_t plan(struct scn_plan_layout *v, size_t m, size_t top, struct seen 
 		sizeof err);
 	ck_assert_msg(cm != NULL, "%s", err);
 	struct par_planner *pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster,
-						 8, cm, NULL, 0);
+						 8, cm, s.sim.seed, NULL, 0);
 	struct par_candidate *cands;
 	uint64_t dropped[PAR_DROP_NCAUSES], total;
 	size_t n = par_plan(pl, &cands, dropped, &total);

@@ -77,7 +77,8 @@ static struct verdicts judge_all(const char *name, uint32_t gpus, const char *se
 		sizeof(err));
 	ck_assert_msg(cm != NULL, "%s", err);
 	struct verdicts v = { .s = &s, .cm = cm };
-	v.pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster, gpus, cm, NULL, 0);
+	v.pl = par_planner_new(&s.model, &s.training, &s.parallel, &s.cluster, gpus, cm,
+			       s.sim.seed, NULL, 0);
 	par_plan_each(v.pl, judge, &v);
 	par_planner_free(v.pl);
 	par_compute_model_free(cm);
