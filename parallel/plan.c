@@ -986,6 +986,18 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
+	/* With a pipeline only the first stage runs the embedding and only
+	 * the last the head: the slowest stage paces the steady state, but
+	 * the fill and drain pass each stage once at its own time, so the
+	 * bubble is the plain stages' and the other edge's (sum_i t_i +
+	 * (m - 1) max_i t_i for 1F1B), not p - 1 slowest stages. */
+	double bubble = sched->bubble_s(l->pp, mbs, v, &cost);
+	if (l->pp > 1) {
+		struct par_stage_cost plain = stage_cost(stage - edges, per * bwd + p2p / 2);
+		double b = sched->bubble_s(l->pp, mbs, v, &plain) + s->embed + s->head - edges;
+		if (b < bubble)
+			phase -= bubble - b, bubble = b;
+	}
 	/* Interference: the kernels beside data-parallel communication run
 	 * slower, at their average loss, for as long as the communication
 	 * runs beside them (its busy time less what is exposed) in the
@@ -1017,7 +1029,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	struct par_op opt = { .name = par_kernel_name(PAR_K_ADAM, PAR_PART_FWD),
 			      .kernel = PAR_K_ADAM, .cls = PAR_OP_MEMBOUND,
 			      .bytes = 28 * updated };
-	c->bubble_s = sched->bubble_s(l->pp, mbs, v, &cost);
+	c->bubble_s = bubble;
 	c->exposed_s = exposed;
 	c->step_s = phase + exposed + slow + par_compute_time_s(p->cm, &opt);
 	return 0;
