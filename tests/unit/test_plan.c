@@ -225,18 +225,7 @@ START_TEST(estimate_against_simulation)
 	setup_with(NULL, 0, 16);
 	struct par_candidate c = cand(1, 1, 1, 16, 0, 4);
 	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
-	char err[256];
-	char serr[SCN_ERRLEN];
-	s.parallel = c.layout;
-	ck_assert_msg(scn_validate(&s, serr, sizeof serr) == 0, "%s", serr);
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
-	t.sim.algos = coll_algos;
-	struct par_report r;
-	ck_assert_msg(par_train_run(&t, &r, err, sizeof err) == 0, "%s", err);
+	struct par_report r = simulated(&c, SIM_FIDELITY_FLOW);
 	double dt = fabs(c.step_s / r.step_time_s - 1), dm = fabs(c.peak_bytes / r.memory.peak - 1);
 	ck_assert_msg(dt < 0.25, "estimate %.4f s, simulated %.4f s", c.step_s, r.step_time_s);
 	ck_assert_msg(dm < 0.15, "estimate %.3g B, simulated %.3g B", c.peak_bytes,
@@ -284,16 +273,7 @@ START_TEST(moe_estimate_against_simulation)
 	struct par_candidate c = { .layout = s.parallel, .micro_batch = s.training.micro_batch,
 				   .recompute = s.training.recompute };
 	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
-	char err[256];
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
-	t.sim.fidelity = SIM_FIDELITY_ANALYTIC;
-	t.sim.algos = coll_algos;
-	struct par_report r;
-	ck_assert_msg(par_train_run(&t, &r, err, sizeof err) == 0, "%s", err);
+	struct par_report r = simulated(&c, SIM_FIDELITY_ANALYTIC);
 	double dt = fabs(c.step_s / r.step_time_s - 1), dm = fabs(c.peak_bytes / r.memory.peak - 1);
 	ck_assert_msg(dt < 0.05, "estimate %.4f s, simulated %.4f s", c.step_s, r.step_time_s);
 	ck_assert_msg(dm < 0.05, "estimate %.4g B, simulated %.4g B", c.peak_bytes,
