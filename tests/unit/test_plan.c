@@ -218,6 +218,17 @@ static struct par_report simulated(const struct par_candidate *c, enum sim_fidel
 	return r;
 }
 
+/* The estimate's step and peak within these shares of the simulation's. */
+static void assert_close(const struct par_candidate *c, struct par_report r, double step,
+			 double peak)
+{
+	double dt = fabs(c->step_s / r.step_time_s - 1);
+	double dm = fabs(c->peak_bytes / r.memory.peak - 1);
+	ck_assert_msg(dt < step, "estimate %.4f s, simulated %.4f s", c->step_s, r.step_time_s);
+	ck_assert_msg(dm < peak, "estimate %.4g B, simulated %.4g B", c->peak_bytes,
+		      r.memory.peak);
+}
+
 START_TEST(estimate_against_simulation)
 {
 	/* The shipped DDP layout (tp1 pp1 dp16, micro-batch 4): the estimate is
@@ -225,11 +236,7 @@ START_TEST(estimate_against_simulation)
 	setup_with(NULL, 0, 16);
 	struct par_candidate c = cand(1, 1, 1, 16, 0, 4);
 	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
-	struct par_report r = simulated(&c, SIM_FIDELITY_FLOW);
-	double dt = fabs(c.step_s / r.step_time_s - 1), dm = fabs(c.peak_bytes / r.memory.peak - 1);
-	ck_assert_msg(dt < 0.25, "estimate %.4f s, simulated %.4f s", c.step_s, r.step_time_s);
-	ck_assert_msg(dm < 0.15, "estimate %.3g B, simulated %.3g B", c.peak_bytes,
-		      r.memory.peak);
+	assert_close(&c, simulated(&c, SIM_FIDELITY_FLOW), 0.25, 0.15);
 	teardown();
 }
 END_TEST
@@ -273,11 +280,7 @@ START_TEST(moe_estimate_against_simulation)
 	struct par_candidate c = { .layout = s.parallel, .micro_batch = s.training.micro_batch,
 				   .recompute = s.training.recompute };
 	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
-	struct par_report r = simulated(&c, SIM_FIDELITY_ANALYTIC);
-	double dt = fabs(c.step_s / r.step_time_s - 1), dm = fabs(c.peak_bytes / r.memory.peak - 1);
-	ck_assert_msg(dt < 0.05, "estimate %.4f s, simulated %.4f s", c.step_s, r.step_time_s);
-	ck_assert_msg(dm < 0.05, "estimate %.4g B, simulated %.4g B", c.peak_bytes,
-		      r.memory.peak);
+	assert_close(&c, simulated(&c, SIM_FIDELITY_ANALYTIC), 0.05, 0.05);
 	teardown();
 }
 END_TEST
