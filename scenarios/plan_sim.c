@@ -394,14 +394,6 @@ static const double *figs_of(const struct scn_plan_figures *f, double out[SIM_ST
 int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 		       const struct scn_plan_layout *v, size_t n, char *err, size_t errlen)
 {
-	struct sim_store_plan_head sh = {
-		.gpus = h->gpus, .candidates = h->candidates, .fits = h->fits,
-		.invalid = h->invalid, .no_memory = h->no_memory, .held_out = h->held_out,
-		.replaced = h->replaced, .collapsed = h->collapsed, .rho = h->rho,
-		.wall_s = h->wall_s,
-	};
-	snprintf(sh.command, sizeof(sh.command), "%s", h->command);
-	snprintf(sh.scenario, sizeof(sh.scenario), "%s", h->scenario);
 	struct sim_store_plan_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
 	for (size_t i = 0; i < n; i++) {
 		const struct scn_plan_layout *x = &v[i];
@@ -425,7 +417,7 @@ int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 					 sizeof(r->families) - strlen(r->families), "%s%s",
 					 r->families[0] ? "," : "", par_plan_family_name(q));
 	}
-	int64_t id = sim_store_plan_write(db, &sh, rows, n, err, errlen);
+	int64_t id = sim_store_plan_write(db, &h->s, rows, n, err, errlen);
 	free(rows);   /* the failed strings are v's */
 	return id;
 }
@@ -433,20 +425,14 @@ int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 int scn_plan_load(struct sqlite3 *db, int64_t id, struct scn_plan_head *h,
 		  struct scn_plan_layout **vp, size_t *np, char *err, size_t errlen)
 {
-	struct sim_store_plan_head sh;
 	struct sim_store_plan_row *rows;
 	size_t n;
 	*vp = NULL, *np = 0;
 	memset(h, 0, sizeof(*h));
-	int rc = sim_store_plan_read(db, id, &sh, &rows, &n, err, errlen);
+	int rc = sim_store_plan_read(db, id, &h->s, &rows, &n, err, errlen);
 	if (rc)
 		return rc;
-	snprintf(h->command, sizeof(h->command), "%s", sh.command);
-	snprintf(h->scenario, sizeof(h->scenario), "%s", sh.scenario);
-	h->gpus = sh.gpus, h->candidates = sh.candidates, h->fits = sh.fits;
-	h->invalid = sh.invalid, h->no_memory = sh.no_memory, h->held_out = sh.held_out;
-	h->replaced = sh.replaced, h->collapsed = sh.collapsed, h->rho = sh.rho;
-	h->wall_s = sh.wall_s, h->id = sh.id, h->compare_at = n;
+	h->compare_at = n;
 	struct scn_plan_layout *v = xcalloc(n ? n : 1, sizeof(*v));
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_store_plan_row *r = &rows[i];

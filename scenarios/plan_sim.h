@@ -22,6 +22,7 @@
 
 #include "parallel/plan.h"
 #include "parallel/train.h"
+#include "sim/store.h"
 
 struct scn;
 struct par_compute_model;
@@ -125,12 +126,7 @@ const char *scn_plan_collapse_blocker(const struct scn *s);
  * one: 0, 1 if there is no such plan, -1 with err.
  */
 struct scn_plan_head {
-	char command[2048], scenario[1024];
-	uint32_t gpus;
-	uint64_t candidates, fits, invalid, no_memory, held_out, replaced;
-	int collapsed;
-	double rho, wall_s;
-	int64_t id;
+	struct sim_store_plan_head s;   /* as the plans table stores it     */
 	size_t compare_at;
 };
 struct sqlite3;

@@ -590,17 +590,18 @@ static int plan_run(struct cli_args *a)
 	int store_rc = CLI_OK;
 	if (st) {
 		struct scn_plan_head h = {
-			.gpus = (uint32_t)gpus, .candidates = total, .fits = n,
-			.invalid = dropped[PAR_DROP_INVALID], .no_memory = dropped[PAR_DROP_MEMORY],
-			.held_out = dropped[PAR_DROP_RULES], .replaced = fails.nofit,
-			.collapsed = !blocker, .wall_s = wall,
+			.s = { .gpus = (uint32_t)gpus, .candidates = total, .fits = n,
+			       .invalid = dropped[PAR_DROP_INVALID],
+			       .no_memory = dropped[PAR_DROP_MEMORY],
+			       .held_out = dropped[PAR_DROP_RULES], .replaced = fails.nofit,
+			       .collapsed = !blocker, .wall_s = wall },
 			.compare_at = comparing ? find_layout(v, m, &cmp) : m,
 		};
 		struct scn_plan_order o;
 		scn_plan_order(v, m, &o);
-		h.rho = o.rho;
-		snprintf(h.command, sizeof(h.command), "%s", a->line ? a->line : "");
-		snprintf(h.scenario, sizeof(h.scenario), "%s", a->pos[0]);
+		h.s.rho = o.rho;
+		snprintf(h.s.command, sizeof(h.s.command), "%s", a->line ? a->line : "");
+		snprintf(h.s.scenario, sizeof(h.s.scenario), "%s", a->pos[0]);
 		char e[512];
 		if (scn_plan_store(sim_store_db(st), &h, v, m, e, sizeof(e)) < 0)
 			store_rc = cli_error(a, CLI_FAIL, "--db: %s", e);

@@ -880,12 +880,14 @@ static int plot_plan(struct cli_args *a)
 		{ .label = "flow simulation", .pts = pts + 2 * n, .n = nflow },
 	};
 	char *title = xasprintf("Plan %lld: step time of each simulated layout, estimate against "
-				"simulation", (long long)h.id);
-	char *note = h.rho == h.rho
-			     ? xasprintf("%s on %u GPUs: Spearman's rho %.3f", h.scenario, h.gpus, h.rho)
-			     : xasprintf("%s on %u GPUs", h.scenario, h.gpus);
+				"simulation", (long long)h.s.id);
+	const struct sim_store_plan_head *hs = &h.s;
+	char *note = hs->rho == hs->rho
+			     ? xasprintf("%s on %u GPUs: Spearman's rho %.3f", hs->scenario, hs->gpus,
+					 hs->rho)
+			     : xasprintf("%s on %u GPUs", hs->scenario, hs->gpus);
 	struct plot p = {
-		.title = title, .command = h.command, .note = note, .xkind = PLOT_X_NUMBER,
+		.title = title, .command = h.s.command, .note = note, .xkind = PLOT_X_NUMBER,
 		.xtitle = "place in the plan's ranking", .ytitle = "step time (s)",
 		.legend_title = "step time by", .lines = lines,
 		.nlines = nflow ? 3 : 2, .bad_label = "simulation failed",

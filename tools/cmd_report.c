@@ -380,18 +380,19 @@ static int report_plan(struct cli_args *a)
 	int rc = cli_read_plan(a, &h, &v, &n);
 	if (rc != CLI_OK)
 		return rc;
-	printf("clustersim report: plan %lld of %s: %s\n", (long long)h.id, a->pos[0], h.command);
+	printf("clustersim report: plan %lld of %s: %s\n", (long long)h.s.id, a->pos[0],
+	       h.s.command);
 	printf("%s on %u GPUs: %llu layouts, %llu valid and fitting (%llu invalid, %llu out of "
 	       "memory, %llu held out by --fix and --exclude); %zu simulated (%llu more did not fit "
-	       "after all and were replaced)%s\n\n", h.scenario, h.gpus,
-	       (unsigned long long)h.candidates, (unsigned long long)h.fits,
-	       (unsigned long long)h.invalid, (unsigned long long)h.no_memory,
-	       (unsigned long long)h.held_out, n, (unsigned long long)h.replaced,
-	       h.collapsed ? ", one data-parallel replica for all" : "");
+	       "after all and were replaced)%s\n\n", h.s.scenario, h.s.gpus,
+	       (unsigned long long)h.s.candidates, (unsigned long long)h.s.fits,
+	       (unsigned long long)h.s.invalid, (unsigned long long)h.s.no_memory,
+	       (unsigned long long)h.s.held_out, n, (unsigned long long)h.s.replaced,
+	       h.s.collapsed ? ", one data-parallel replica for all" : "");
 	scn_plan_print_table(stdout, v, n, n);
-	if (h.rho == h.rho)
+	if (h.s.rho == h.s.rho)
 		printf("\nEstimate against the analytic simulation: Spearman's rho %.3f over the "
-		       "simulated layouts.\n", h.rho);
+		       "simulated layouts.\n", h.s.rho);
 	if (h.compare_at < n) {
 		char name[128];
 		scn_plan_layout_name(&v[h.compare_at].c, name, sizeof(name));
