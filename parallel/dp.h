@@ -124,9 +124,10 @@ struct par_dp_costs {
 };
 
 /* The reductions of a chunk's routed-expert gradients, `op` over the
- * expert-data-parallel group (0 where it is one rank). */
+ * expert-data-parallel group (0 where it is one rank); *end, the stream's
+ * end so far (seconds from the step's last backward), moves past them. */
 double par_dpb_plan_experts(const struct par_dp_costs *c, const struct par_dp_chunk *k,
-			    enum sim_coll_op op);
+			    enum sim_coll_op op, double *end);
 
 /* The closed form of a strategy's memory: bytes of one rank. */
 struct par_dp_mem {

@@ -133,7 +133,7 @@ void par_dpb_after_step(struct builder *b, uint32_t step)
 		return;  /* none, or the next step's forward gathers them */
 	double e = 2 * par_b_expert_params(b), cap = b->t->layout->ddp.bucket_bytes;
 	gather_buckets(b, "params", SLOT_DP, 2 * par_b_params(b) - e, cap, step);
-	if (e > 0 && b->dpn / b->t->layout->ep > 1)
+	if (e > 0 && par_step_expert_shard(b->s) > 1)
 		gather_buckets(b, "experts", SLOT_EDP, e, cap, step);
 }
 
@@ -150,7 +150,7 @@ int par_dpb_check_gathers(const struct builder *b, double *most, char *err, size
 		return 0;
 	double e = 2 * par_b_expert_params(b), total = 2 * par_b_params(b);
 	double cap = b->t->layout->ddp.bucket_bytes;
-	int split = e > 0 && b->dpn / b->t->layout->ep > 1;  /* experts gathered apart */
+	int split = e > 0 && par_step_expert_shard(b->s) > 1;  /* experts gathered apart */
 	double n = split ? ceil((total - e) / cap) + ceil(e / cap) : ceil((total - e) / cap);
 	if (n <= PAR_MAX_PARAM_GATHERS || n <= *most)
 		return 0;
@@ -207,7 +207,7 @@ static void plan_gathers(struct builder *b)
 	struct gather_plan g = { .b = b };
 	unsigned L = b->t->model->layers;
 	double cap = b->t->layout->ddp.bucket_bytes / b->grad_elem * 2, acc = 0, eacc = 0;
-	int edp = b->dpn / b->t->layout->ep > 1;
+	int edp = par_step_expert_shard(b->s) > 1;
 	size_t start = 0;
 	unsigned k = 0;
 	par_b_each_param(b, plan_piece, &g);
@@ -265,14 +265,10 @@ void par_dpb_memory(const struct builder *b, double *bytes)
 /* As par_step_states: the routed experts sharded over their own group. */
 double par_dp_plan_states(const struct par_dp_costs *c, unsigned zero)
 {
-	struct par_states st, x = { 0 };
-	double e = c->expert_params;
-	par_model_states(c->params - e, c->precision, c->optimizer, zero, c->dp,
-			 c->layout->ddp.fp32_grads, &st);
-	if (e > 0)
-		par_model_states(e, c->precision, c->optimizer, zero,
-				 c->expert_dp ? c->expert_dp : 1, c->layout->ddp.fp32_grads, &x);
-	return st.weights + st.grads + st.optimizer + x.weights + x.grads + x.optimizer;
+	struct par_states st;
+	par_moe_model_states(c->params, c->expert_params, c->precision, c->optimizer, zero, c->dp,
+			     c->expert_dp, c->layout->ddp.fp32_grads, &st);
+	return st.weights + st.grads + st.optimizer;
 }
 
 /* The planner counts two buckets whatever the group (a group of one holds
@@ -342,13 +338,7 @@ double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, in
 			r = c->coll_s(c->coll_ctx, op, k->bytes);
 		for (unsigned i = 0; !whole && i < k->nbucket; i++)
 			r += k->bucket[i].n * c->coll_s(c->coll_ctx, op, k->bucket[i].bytes);
-		/* The experts go as each MoE layer's backward ends, through the
-		 * chunk's last backward (no later than the last one's end). */
-		double x = par_dpb_plan_experts(c, k, op);
-		if (x > 0)
-			end = fmax(fmax(end, -k->after_s - c->backward_s / c->nchunks) + x,
-				   -k->after_s + x / k->nexperts);
-		sum += r + x;
+		sum += r + par_dpb_plan_experts(c, k, op, &end);
 		end = fmax(end, -k->after_s - lead) + r;
 	}
 	if (busy)
@@ -357,11 +347,16 @@ double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, in
 }
 
 double par_dpb_plan_experts(const struct par_dp_costs *c, const struct par_dp_chunk *k,
-			    enum sim_coll_op op)
+			    enum sim_coll_op op, double *end)
 {
 	if (!k->nexperts || c->expert_dp < 2 || !c->expert_coll_s)
 		return 0;
-	return k->nexperts * c->expert_coll_s(c->coll_ctx, op, k->expert_bytes);
+	double x = k->nexperts * c->expert_coll_s(c->coll_ctx, op, k->expert_bytes);
+	/* They go as each MoE layer's backward ends, through the chunk's last
+	 * backward: from its start on, the last no earlier than its end. */
+	*end = fmax(fmax(*end, -k->after_s - c->backward_s / c->nchunks) + x,
+		    -k->after_s + x / k->nexperts);
+	return x;
 }
 
 /* Buckets of `cap` over `total` bytes, the last one the rest. */

@@ -89,12 +89,8 @@ static double reduce(const struct par_dp_costs *c, double *busy)
 		const struct par_dp_chunk *k = &c->chunk[j];
 		double r = k->bytes > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_ALLREDUCE, k->bytes) : 0;
 		/* The routed experts' go during the chunk's last backward. */
-		double x = par_dpb_plan_experts(c, k, SIM_COLL_ALLREDUCE);
-		if (x > 0)
-			end = fmax(fmax(end, -k->after_s - c->backward_s / c->nchunks) + x,
-				   -k->after_s + x / k->nexperts);
+		*busy += r + par_dpb_plan_experts(c, k, SIM_COLL_ALLREDUCE, &end);
 		end = fmax(end, -k->after_s) + r;
-		*busy += r + x;
 	}
 	return fmax(0, end);
 }

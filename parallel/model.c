@@ -730,3 +730,14 @@ void par_model_states(double params, enum par_precision p, enum par_optimizer o,
 	out->grads = par_grad_bytes(p, fp32_grads) * params / (zero >= 2 ? n : 1);
 	out->optimizer = optimizer_bytes(p, o) * params / (zero >= 1 ? n : 1);
 }
+
+void par_moe_model_states(double params, double experts, enum par_precision p,
+			  enum par_optimizer o, unsigned zero, unsigned dp, unsigned edp,
+			  bool fp32_grads, struct par_states *out)
+{
+	struct par_states x = { 0 };
+	par_model_states(params - experts, p, o, zero, dp, fp32_grads, out);
+	if (experts > 0)
+		par_model_states(experts, p, o, zero, edp, fp32_grads, &x);
+	out->weights += x.weights, out->grads += x.grads, out->optimizer += x.optimizer;
+}

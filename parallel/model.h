@@ -219,6 +219,12 @@ struct par_states {
 };
 void par_model_states(double params, enum par_precision p, enum par_optimizer o,
 		      unsigned zero, unsigned dp, bool fp32_grads, struct par_states *out);
+/* The same for `params` of which `experts` are routed experts: the dense
+ * ones sharded over dp, the experts over edp (the ranks that hold the same
+ * experts; 0 counts as 1), as ZeRO shards an MoE model. */
+void par_moe_model_states(double params, double experts, enum par_precision p,
+			  enum par_optimizer o, unsigned zero, unsigned dp, unsigned edp,
+			  bool fp32_grads, struct par_states *out);
 /* Bytes of one gradient: 4 in fp32 training or with fp32_grads, else 2. */
 double par_grad_bytes(enum par_precision p, bool fp32_grads);
 

@@ -193,16 +193,9 @@ void par_step_states(const struct par_step *s, uint32_t stage, unsigned zero,
 		     struct par_states *out)
 {
 	const struct par_training *tr = s->t->training;
-	bool fp32 = s->t->layout->ddp.fp32_grads;
-	double e = s->stage_expert_params[stage];
-	struct par_states x;
-	par_model_states(s->stage_params[stage] - e, tr->precision, tr->optimizer, zero, s->shard,
-			 fp32, out);
-	if (e > 0) {
-		par_model_states(e, tr->precision, tr->optimizer, zero, par_step_expert_shard(s),
-				 fp32, &x);
-		out->weights += x.weights, out->grads += x.grads, out->optimizer += x.optimizer;
-	}
+	par_moe_model_states(s->stage_params[stage], s->stage_expert_params[stage], tr->precision,
+			     tr->optimizer, zero, s->shard, par_step_expert_shard(s),
+			     s->t->layout->ddp.fp32_grads, out);
 }
 
 /*
