@@ -86,6 +86,8 @@ void par_dpb_plan_close(struct par_dp_chunk *c, double *open);
  * Stage costs for the closed forms (the planner's, parallel/plan.c): the
  * rank of the first stage, one micro-batch through it.
  */
+struct par_dps_fetch;
+
 struct par_dp_costs {
 	const struct par_layout *layout; /* the candidate's (its ddp.*, fsdp.* keys) */
 	double params;                   /* parameters the rank holds               */
@@ -121,6 +123,9 @@ struct par_dp_costs {
 	double expert_params;
 	uint32_t expert_dp;
 	double (*expert_coll_s)(void *ctx, enum sim_coll_op op, double bytes);
+	/* ZeRO-3: its modules' compute and sizes (NULL: the phases' closed
+	 * form, gathers weighed against each phase's compute as a whole). */
+	const struct par_dps_fetch *fetch;
 };
 
 /* The reductions of a chunk's routed-expert gradients, `op` over the
@@ -189,6 +194,36 @@ unsigned par_dps_layer_modules(const struct par_model *m, const struct par_train
  * most `max_live` gathered). */
 unsigned par_dps_gather_calls(const double *mod, unsigned n, unsigned layers, int recompute,
 			      double prefetch, double max_live);
+
+/*
+ * ZeRO-3's micro-batch module by module, for its closed form (the planner
+ * fills it for a dense layer): a layer's modules (elements) and, for the
+ * forward (fwd[n]) and the backward (bwd[nb], in its fetch order: with
+ * full recomputation the recomputed forward's n first, then the n in
+ * reverse), the kernel seconds from each module's begin to the next one's
+ * (the last one's to the next layer's first), and the gradient elements
+ * each backward segment completes (grads[nb]). kernels_s: their sum over
+ * a micro-batch's layers; stage_s: the par_dp_costs.stage_s they were
+ * taken at (a larger one stretches them, the interference).
+ */
+enum { PAR_DPS_MAX_MODULES = 16 };
+struct par_dps_fetch {
+	unsigned n, nb, layers;
+	double mod[PAR_DPS_MAX_MODULES];
+	double fwd[PAR_DPS_MAX_MODULES];
+	double bwd[2 * PAR_DPS_MAX_MODULES], grads[2 * PAR_DPS_MAX_MODULES];
+	double kernels_s, stage_s;
+};
+
+/* The time one micro-batch's compute waits for its gathers (seconds):
+ * the fetches run as the simulator issues them (DeepSpeed's calls, each
+ * prefetched when the module before it begins), one call at a time, each
+ * alone on the group's links for c->coll_s; in the backward the
+ * reduce-scatters of the closed buckets run on their own stream and the
+ * two share the links' bandwidth, not their latency. `stretch` scales the
+ * kernels. */
+double par_dps_plan_fetch_wait(const struct par_dps_fetch *f, const struct par_dp_costs *c,
+			       double stretch);
 
 /* The registry (parallel/dp.c), NULL-terminated, and lookups. */
 extern const struct par_dp_strategy *const par_dp_strategies[];

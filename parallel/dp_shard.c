@@ -495,3 +495,148 @@ double par_dps_plan_edges(const struct par_dp_costs *c, double last)
 	return c->coll_s(c->coll_ctx, SIM_COLL_ALLGATHER, PARAM_BYTES * c->edge_params) +
 	       (last > 0 ? c->coll_s(c->coll_ctx, SIM_COLL_REDUCESCATTER, last) : 0);
 }
+
+/*
+ * The planner's view of a micro-batch's fetches (par_dps_plan_fetch_wait):
+ * two streams of collectives, the gathers' and the reduce-scatters', each
+ * running its calls in order, a call from the time it is issued. A call
+ * alone takes its latency and its bandwidth time; beside the other
+ * stream's call the links' bandwidth is shared between the two, so it
+ * advances at the rate of a call of its latency and twice its bandwidth
+ * time (the analytic fidelity's sharing of one group's links).
+ */
+struct fl_call {
+	double at, lat, bw;
+};
+
+struct fl_stream {
+	struct fl_call *call;
+	unsigned n, head;            /* calls issued; the one running or next */
+	double left;                 /* of the running call: the share left    */
+	int on;
+};
+
+struct fluid {
+	double t;
+	struct fl_stream s[2];
+};
+
+static void fl_issue(struct fl_stream *s, double at, double alone, double lat)
+{
+	lat = fmin(lat, alone);
+	s->call[s->n++] = (struct fl_call){ .at = at, .lat = lat, .bw = alone - lat };
+}
+
+/* Run the streams to time `to`, or (k >= 0) until stream k finished call
+ * `until`. */
+static void fl_run(struct fluid *f, double to, int k, unsigned until)
+{
+	for (;;) {
+		for (int i = 0; i < 2; i++) {
+			struct fl_stream *s = &f->s[i];
+			if (!s->on && s->head < s->n && s->call[s->head].at <= f->t)
+				s->on = 1, s->left = 1;
+		}
+		if (k >= 0 ? f->s[k].head > until : f->t >= to)
+			return;
+		int draw = f->s[0].on + f->s[1].on;
+		double ev[2], span[2] = { 0, 0 }, dt = k >= 0 ? INFINITY : to - f->t;
+		for (int i = 0; i < 2; i++) {
+			const struct fl_stream *s = &f->s[i];
+			if (s->on) {
+				const struct fl_call *c = &s->call[s->head];
+				span[i] = c->lat + draw * c->bw;
+				ev[i] = s->left * span[i];
+			} else {
+				ev[i] = s->head < s->n ? s->call[s->head].at - f->t : INFINITY;
+			}
+			dt = fmin(dt, ev[i]);
+		}
+		BUG_ON(!(dt < INFINITY));
+		double t = f->t + dt;
+		for (int i = 0; i < 2; i++) {
+			struct fl_stream *s = &f->s[i];
+			if (!s->on) {
+				if (ev[i] == dt)
+					t = fmax(t, s->call[s->head].at);
+			} else if (ev[i] == dt) {
+				s->on = 0, s->head++;
+			} else if (span[i] > 0) {
+				s->left -= dt / span[i];
+			}
+		}
+		f->t = t;
+	}
+}
+
+/* A collective's time alone, of the few sizes a micro-batch's calls take. */
+struct fl_memo {
+	enum sim_coll_op op;
+	double bytes[8], s[8];
+	unsigned n;
+};
+
+static double fl_coll_s(const struct par_dp_costs *c, struct fl_memo *m, double bytes)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->bytes[i] == bytes)
+			return m->s[i];
+	double s = c->coll_s(c->coll_ctx, m->op, bytes);
+	unsigned i = m->n < 8 ? m->n++ : 7;
+	m->bytes[i] = bytes, m->s[i] = s;
+	return s;
+}
+
+double par_dps_plan_fetch_wait(const struct par_dps_fetch *f, const struct par_dp_costs *c,
+			       double stretch)
+{
+	const struct par_zero3 *z = &c->layout->zero3;
+	unsigned nseq = fetch_sequence(f->mod, f->n, f->layers, f->nb > f->n, NULL);
+	if (!nseq || c->dp < 2 || f->nb != (f->nb > f->n ? 2 : 1) * f->n)
+		return 0;
+	double *seq = xmalloc(nseq * sizeof(double));
+	uint8_t *alone = xmalloc(nseq);
+	unsigned *pre_to = xmalloc(nseq * sizeof(unsigned)), *call = xmalloc(nseq * sizeof(unsigned));
+	struct fl_call *ag = xmalloc(nseq * sizeof(*ag)), *rs = xmalloc(nseq * sizeof(*rs));
+	fetch_sequence(f->mod, f->n, f->layers, f->nb > f->n, seq);
+	plan_calls(seq, nseq, z->prefetch_bucket, z->max_live, alone, pre_to);
+	struct fluid fl = { .s = { { .call = ag }, { .call = rs } } };
+	struct fl_memo mg = { .op = SIM_COLL_ALLGATHER }, mr = { .op = SIM_COLL_REDUCESCATTER };
+	double ge = par_grad_bytes(c->precision, c->layout->ddp.fp32_grads);
+	double ag_lat = fl_coll_s(c, &mg, 0), rs_lat = fl_coll_s(c, &mr, 0);
+	double now = 0, kernels = 0, open = 0;
+	unsigned next = 0, nfwd = f->layers * f->n;
+	for (unsigned e = 0; e < nseq; e++) {
+		if (alone[e]) {
+			call[e] = fl.s[0].n;
+			fl_issue(&fl.s[0], now, fl_coll_s(c, &mg, PARAM_BYTES * seq[e]), ag_lat);
+			next = e + 1 > next ? e + 1 : next;
+		}
+		if (pre_to[e] > next) {
+			double elems = 0;
+			for (unsigned i = next; i < pre_to[e]; i++)
+				elems += seq[i], call[i] = fl.s[0].n;
+			fl_issue(&fl.s[0], now, fl_coll_s(c, &mg, PARAM_BYTES * elems), ag_lat);
+			next = pre_to[e];
+		}
+		fl_run(&fl, 0, 0, call[e]);
+		now = fmax(now, fl.t);
+		unsigned j = e < nfwd ? e % f->n : (e - nfwd) % f->nb;
+		double seg = stretch * (e < nfwd ? f->fwd[j] : f->bwd[j]);
+		now += seg, kernels += seg;
+		if (e >= nfwd && f->grads[j] > 0) {
+			open += f->grads[j];
+			if (open >= z->reduce_bucket) {
+				fl_issue(&fl.s[1], now, fl_coll_s(c, &mr, ge * open), rs_lat);
+				open = 0;
+			}
+		}
+	}
+	free(seq);
+	free(alone);
+	free(pre_to);
+	free(call);
+	free(ag);
+	free(rs);
+	return fmax(0, now - kernels);
+}

@@ -10,9 +10,10 @@
  * Closed forms: the two all-gathers and the reduce-scatter (1.5 times the
  * all-reduce's time) plus the latency of every call of the longer of the
  * gather and reduce streams, less what the
- * micro-batches' compute hides, and never less than the first gather and
- * the last reduce-scatter (par_dps_plan_edges); memory: 16Ψ/N (SPEC C12),
- * no buckets.
+ * micro-batches' compute hides (module by module where the planner gives
+ * the modules' compute: par_dps_plan_fetch_wait), and never less than the
+ * first gather and the last reduce-scatter (par_dps_plan_edges); memory:
+ * 16Ψ/N (SPEC C12), no buckets.
  */
 #include <math.h>
 
@@ -66,7 +67,13 @@ static void init(struct builder *b)
  * forward's gathers beside the forward; the backward's gathers beside the
  * backward (the gathers run at most max_live ahead, so neither phase
  * lends its slack to the other's; the reduce-scatters may run on into the
- * next micro-batch).
+ * next micro-batch). Where the costs carry the modules (c->fetch), the
+ * two phases' waits are the modules' own: each module's compute waits for
+ * its call, the calls run one at a time as DeepSpeed issues them, and in
+ * the backward they share the links with the reduce-scatters (a module's
+ * gather larger than the compute before it is not hidden by the phase's
+ * other modules); the kernels stretched as the interference stretched
+ * the stage.
  */
 struct phases {
 	double all, fwd, bwd;   /* communication time, and the gathers of each phase */
@@ -93,8 +100,11 @@ static double busy_s(const struct par_dp_costs *c)
 static double exposed_s(const struct par_dp_costs *c)
 {
 	struct phases k = phases(c);
-	double per_mb = fmax(fmax(0, k.all - c->stage_s),
-			     fmax(k.fwd - (c->stage_s - c->backward_s), k.bwd - c->backward_s));
+	double wait = fmax(k.fwd - (c->stage_s - c->backward_s), k.bwd - c->backward_s);
+	const struct par_dps_fetch *f = c->fetch;
+	if (f && f->kernels_s > 0)
+		wait = par_dps_plan_fetch_wait(f, c, 1 + (c->stage_s - f->stage_s) / f->kernels_s);
+	double per_mb = fmax(fmax(0, k.all - c->stage_s), wait);
 	return fmax(par_dps_plan_edges(c, c->last_reduce_bytes), c->micro_batches * per_mb);
 }
 

@@ -54,6 +54,8 @@ struct shape {
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
+	struct par_dps_fetch zero3;  /* a dense layer's modules and their
+				   * kernels (n 0: none; layers unset)     */
 	/* The gradient bytes of each tensor a layer's backward completes, in
 	 * its order (the builder's par_dpb_grads calls). */
 	double grads[PAR_PLAN_LAYER_GRADS];
@@ -581,6 +583,69 @@ static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t 
 	return t;
 }
 
+/*
+ * A dense layer's ZeRO-3 modules and the kernels between them (struct
+ * par_dps_fetch): each op's kernel and tensor-parallel collectives, as
+ * kernels_s and tp_comm_s count them, given to the module whose begin
+ * (dp_shard.c's rule: a forward or recomputed GEMM, a backward's input
+ * gradient) last came before it; a layer's ops before its first module to
+ * its last, as the next layer's follow it. No modules (f->n 0) where the
+ * forward's and backward's do not pair as the builder's fetches do.
+ */
+static void zero3_modules(struct par_planner *p, const struct par_training *local, uint32_t tp,
+			  uint32_t cp, int sp, struct par_dps_fetch *f)
+{
+	struct par_op ops[64];
+	double tokens = (double)local->seq * local->micro_batch;
+	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
+	memset(f, 0, sizeof(*f));
+	for (int ph = 0; ph < 2; ph++) {
+		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
+		size_t n = par_layer_ops_sp(&p->m, local, tp, sp, phase, ops, ARRAY_SIZE(ops));
+		double *seg = ph ? f->bwd : f->fwd, lead = 0;
+		unsigned k = 0, max = ph ? ARRAY_SIZE(f->bwd) : ARRAY_SIZE(f->fwd);
+		for (size_t i = 0; i < n; i++) {
+			const struct par_op *o = &ops[i];
+			int begins = o->cls == PAR_OP_GEMM &&
+				     (!ph || o->recompute || o->part != PAR_PART_DW);
+			if (begins) {
+				if (k == max)
+					goto none;
+				if (!ph)
+					f->mod[k] = o->k * o->n;
+				else if (!o->recompute)
+					f->grads[k] = o->k * o->n;
+				seg[k++] = 0;
+			}
+			double t = o->cls == PAR_OP_ATTENTION && cp > 1
+					   ? cp_attention_s(p, o, local, tp, cp, o->part != PAR_PART_FWD)
+					   : par_compute_time_s(p->cm, o);
+			enum sim_coll_op cop[8];
+			double bytes[8];
+			unsigned nc = tp > 1 ? par_tp_op_colls(o, phase, sp, tokens, p->m.hidden, cop,
+							       bytes, 8) : 0;
+			for (unsigned j = 0; j < nc; j++)
+				t += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
+			if (k)
+				seg[k - 1] += t;
+			else
+				lead += t;
+		}
+		if (!k)
+			goto none;
+		seg[k - 1] += lead;
+		if (ph)
+			f->nb = k;
+		else
+			f->n = k;
+	}
+	if (f->nb != f->n && f->nb != 2 * f->n)
+		goto none;
+	return;
+none:
+	memset(f, 0, sizeof(*f));
+}
+
 /* The kernel times and activations of one shape, from the cache (by value:
  * the cache moves as it grows). */
 static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
@@ -663,6 +728,8 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	s.zero3_calls = par_dps_gather_calls(mod, nm, p->m.layers, rc == PAR_RECOMPUTE_FULL,
 					     p->base.zero3.prefetch_bucket,
 					     p->base.zero3.max_live);
+	if (!moe)
+		zero3_modules(p, &local, tp, cp, sp, &s.zero3);
 	if (p->ncache == p->capcache) {
 		p->capcache = p->capcache ? 2 * p->capcache : 64;
 		p->cache = xreallocarray(p->cache, p->capcache, sizeof(*p->cache));
@@ -951,6 +1018,19 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		.expert_params = moe ? rank_expert_params(p, l) : 0, .expert_dp = D / l->ep,
 		.expert_coll_s = edp_coll_s,
 	};
+	/* A dense model's modules for the strategies that gather by module
+	 * (ZeRO-3). */
+	struct par_dps_fetch z3;
+	if (dps->flags & PAR_DP_SHARDS_PARAMS && s->zero3.n && D > 1) {
+		z3 = s->zero3;
+		z3.layers = per;
+		for (unsigned j = 0; j < z3.n; j++)
+			z3.kernels_s += per * z3.fwd[j];
+		for (unsigned j = 0; j < z3.nb; j++)
+			z3.kernels_s += per * z3.bwd[j];
+		z3.stage_s = stage;
+		dc.fetch = &z3;
+	}
 	/* The bucketed strategies' chunks, in the order their last backward
 	 * ends, each with the stage's passes after it. */
 	double ge = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads);

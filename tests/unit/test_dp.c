@@ -2,7 +2,8 @@
  * test_dp.c - the data-parallel strategy registry (parallel/dp.c): names
  * unique and found, every strategy complete, the aliases and flags keeping
  * what the code decided before the strategies were plug-ins, the checks'
- * texts; and parallel.strategy against its aliases at load.
+ * texts; parallel.strategy against its aliases at load; and ZeRO-3's
+ * module-by-module closed form on a case computed by hand.
  */
 #include <check.h>
 #include <string.h>
@@ -156,6 +157,45 @@ START_TEST(aliases_at_load)
 }
 END_TEST
 
+/* Every collective of `bytes` takes 1 s of latency and 1 s per 2e8 bytes. */
+static double one_per_2e8(void *ctx, enum sim_coll_op op, double bytes)
+{
+	(void)ctx, (void)op;
+	return 1 + bytes / 2e8;
+}
+
+/*
+ * ZeRO-3's micro-batch module by module (par_dps_plan_fetch_wait), by
+ * hand: one layer of two modules of 1e8 elements (each above the prefetch
+ * bucket: one call each, prefetched one ahead), every gather and
+ * reduce-scatter 1 s of latency and 1 s of bandwidth alone. The forward's
+ * segments take 3 s and 0.5 s, the backward's 0.5 s each, a bucket of
+ * 1e8 closing after each backward segment.
+ *   m0 gathered 0-2, computed 2-5; m1 gathered 2-4 (prefetched), computed
+ *   5-5.5; backward m1: gathered 5-7 (issued at 5), computed 7-7.5, its
+ *   bucket reduce-scattered from 7.5; m0 gathered from 7 (issued at 5.5):
+ *   half done at 7.5, the rest at the shared rate (1 s + 2 x 1 s), 0.75 x
+ *   3 s, so done at 9.75 and computed 9.75-10.25.
+ * Waits: 10.25 - 4.5 s of kernels = 5.75 s. Without the reduce-scatter
+ * beside it (a bucket never filled), m0's gather ends at 9: 5 s.
+ */
+START_TEST(zero3_fetch_by_hand)
+{
+	struct par_layout l = { .zero3 = { .prefetch_bucket = 50000000, .reduce_bucket = 100000000,
+					   .persistence = 100000, .max_live = 1000000000 } };
+	struct par_dp_costs c = { .layout = &l, .dp = 2, .precision = PAR_BF16,
+				  .coll_s = one_per_2e8 };
+	struct par_dps_fetch f = { .n = 2, .nb = 2, .layers = 1, .mod = { 1e8, 1e8 },
+				   .fwd = { 3, 0.5 }, .bwd = { 0.5, 0.5 }, .grads = { 1e8, 1e8 } };
+	ck_assert_double_eq_tol(par_dps_plan_fetch_wait(&f, &c, 1), 5.75, 1e-12);
+	l.zero3.reduce_bucket = 1000000000;
+	ck_assert_double_eq_tol(par_dps_plan_fetch_wait(&f, &c, 1), 5.0, 1e-12);
+	/* One rank gathers nothing. */
+	c.dp = 1;
+	ck_assert_double_eq(par_dps_plan_fetch_wait(&f, &c, 1), 0);
+}
+END_TEST
+
 static Suite *dp_suite(void)
 {
 	Suite *su = suite_create("dp");
@@ -164,6 +204,7 @@ static Suite *dp_suite(void)
 	tcase_add_test(t, flags_keep_the_old_rules);
 	tcase_add_test(t, checks_refuse_with_the_old_texts);
 	tcase_add_test(t, aliases_at_load);
+	tcase_add_test(t, zero3_fetch_by_hand);
 	suite_add_tcase(su, t);
 	return su;
 }

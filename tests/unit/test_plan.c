@@ -4,8 +4,9 @@
  * ones whole layouts of the GPUs that fit and come best first, the validity
  * rules, ZeRO lowering the memory estimate, selective recomputation skipped
  * with flash attention, expert parallelism changing the estimate, and the
- * estimate against the simulator for the shipped DDP and Mixtral scenarios
- * and for pipelines, whose edges pace the steady state only.
+ * estimate against the simulator for the shipped DDP and Mixtral scenarios,
+ * for pipelines, whose edges pace the steady state only, and for ZeRO-3
+ * gathering module by module.
  * Needs CLUSTERSIM_SRCDIR: the scenarios are CLUSTERSIM_SRCDIR/scenarios.
  */
 #include <check.h>
@@ -19,6 +20,7 @@
 #include "parallel/schedule.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "tests/checkmain.h"
 
 #ifndef CLUSTERSIM_SRCDIR
@@ -206,13 +208,10 @@ static struct par_report simulated(const struct par_candidate *c, enum sim_fidel
 	s.parallel = c->layout;
 	s.training.micro_batch = c->micro_batch, s.training.recompute = c->recompute;
 	ck_assert_msg(scn_validate(&s, serr, sizeof serr) == 0, "%s", serr);
-	struct par_train t = {
-		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = 1, .seed = s.sim.seed,
-	};
-	sim_config_init(&t.sim);
+	struct par_train t;
+	scn_train_of(&t, &s, cm);   /* as run simulates it: interference, host */
+	t.steps = 1;
 	t.sim.fidelity = f;
-	t.sim.algos = coll_algos;
 	struct par_report r;
 	ck_assert_msg(par_train_run(&t, &r, err, sizeof err) == 0, "%s", err);
 	return r;
@@ -285,6 +284,33 @@ START_TEST(moe_estimate_against_simulation)
 }
 END_TEST
 
+/*
+ * ZeRO-3 whose gathers outrun the compute module by module: Llama-3-70B on
+ * 64 H100 (the 256-GPU scenario's model), tp1 cp4 dp16, micro-batches of
+ * one. Each weight GEMM's gather, one call per module, waits for the one
+ * before; the MLP's (about 3.9 ms) outlasts the attention's output
+ * projection it hides behind, and in the backward the gathers share the
+ * links with the reduce-scatters. The estimate, module by module, within
+ * 3 % of the analytic simulation (1.6 % under); weighing each phase's
+ * gathers against its compute as a whole, it was 12 % under.
+ */
+START_TEST(zero3_modules_against_simulation)
+{
+	setup_file(CLUSTERSIM_SRCDIR "/scenarios/llama3-70b-h100x256.yaml", NULL, 0, 64);
+	struct par_candidate c = cand(1, 1, 1, 16, 3, 1);
+	c.layout.cp = 4, c.layout.sp = false;
+	ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+	struct par_report r = simulated(&c, SIM_FIDELITY_ANALYTIC);
+	ck_assert_msg(r.breakdown.exposed_comm_s > 0.1 * r.step_time_s,
+		      "only %.4f s of %.4f s exposed: not gather-bound",
+		      r.breakdown.exposed_comm_s, r.step_time_s);
+	ck_assert_msg(fabs(c.step_s / r.step_time_s - 1) < 0.03,
+		      "estimate %.4f s, simulated %.4f s (exposed %.4f s)", c.step_s,
+		      r.step_time_s, r.breakdown.exposed_comm_s);
+	teardown();
+}
+END_TEST
+
 /* The reserve's constants are the table's (scenarios/calibration/h200/
  * memory.csv), and auto adds one communicator per group of two or more. */
 START_TEST(reserve_from_the_table)
@@ -331,6 +357,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, expert_parallelism_changes_estimate);
 	tcase_add_test(t, estimate_against_simulation);
 	tcase_add_test(t, moe_estimate_against_simulation);
+	tcase_add_test(t, zero3_modules_against_simulation);
 	tcase_add_test(t, pipeline_edges_against_simulation);
 	tcase_add_test(t, reserve_from_the_table);
 	suite_add_tcase(su, t);
