@@ -51,6 +51,7 @@ struct shape {
 	double embed, head;       /* the embedding's and the LM head's (with
 				   * the loss) kernels and TP collectives,
 				   * forward and backward                  */
+	double embed_fwd, head_fwd;  /* of them, the forward's             */
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
@@ -110,6 +111,9 @@ struct par_planner {
 	size_t ntails, captails;
 	struct par_dp_chunk *chunks;  /* a candidate's, with after_s */
 	size_t capchunks;
+	double *vs_cost;              /* pipeline_run_s's virtual stages */
+	size_t capvs;
+	bool interference;            /* par_planner_set_interference   */
 	struct par_plan_rule *rules;
 	size_t nrules;
 	uint64_t seed;                /* sim.seed: the MoE routing (moe.c)    */
@@ -155,6 +159,7 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 	struct par_planner *p = xcalloc(1, sizeof(*p));
 	p->m = *m, p->tr = *tr, p->base = *base, p->cl = c, p->gpus = gpus, p->cm = cm;
 	p->seed = seed;
+	p->interference = par_compute_has_interference(cm);
 	p->capacity = topo_gpu_find(cl->gpu)->mem_bytes;
 	struct sim_config sc;
 	sim_config_init(&sc);
@@ -165,6 +170,12 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 	p->probe = sim_new(&sc, gpus, topo_sim_ops(), t);
 	topo_attach(t, p->probe);
 	return p;
+}
+
+void par_planner_set_interference(struct par_planner *p, bool on)
+{
+	p->interference = on && par_compute_has_interference(p->cm);
+	p->ncache = 0;   /* the shapes' kernel times count it */
 }
 
 void par_planner_free(struct par_planner *p)
@@ -186,6 +197,7 @@ void par_planner_free(struct par_planner *p)
 	}
 	free(p->tails);
 	free(p->chunks);
+	free(p->vs_cost);
 	free(p->loads);
 	free(p);
 }
@@ -505,13 +517,23 @@ static double cp_attention_s(const struct par_planner *p, const struct par_op *o
 	struct par_op r = *o;
 	r.bytes = sz.q_bytes + sz.kv_bytes;
 	double send = hop_s(p, sz.kv_bytes, inside), t = 0;
+	double lat = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
 	for (uint32_t k = 0; k < cp; k++) {
-		double share = par_cp_ring_share(p->base.cp_algo, cp - 1, k), c = 0;
+		double share = par_cp_ring_share(p->base.cp_algo, cp - 1, k), c = 0, sk = send;
 		if (share > 0) {
 			r.flops = share * sz.full_flops;
 			c = par_compute_time_s(p->cm, &r);
+			/* The block travels beside the round's attention: with
+			 * compute.interference each slows the other (the send's
+			 * and the receive's block beside the kernel; the engine
+			 * slows a transfer inside a node only). */
+			if (p->interference && k + 1 < cp) {
+				if (inside)
+					sk = lat + (send - lat) * par_comm_interference(p->cm, &r, 2);
+				c *= par_compute_interference(p->cm, &r, 2);
+			}
 		}
-		t += k + 1 < cp && send > c ? send : c;
+		t += k + 1 < cp && sk > c ? sk : c;
 	}
 	return t;
 }
@@ -538,7 +560,7 @@ static double kernels_s(const struct par_planner *p, const struct par_op *ops, s
 static double slowed_s(const struct par_planner *p, const struct par_op *ops, size_t n, int moe,
 		       unsigned blocks)
 {
-	if (!blocks || !par_compute_has_interference(p->cm))
+	if (!blocks || !p->interference)
 		return 0;
 	double s = 0;
 	for (size_t i = 0; i < n; i++)
@@ -707,6 +729,8 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		n = par_head_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
 		s.head += kernels_s(p, ops, n, &local, tp, 1, 0) +
 			  tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+		if (!ph)
+			s.embed_fwd = s.embed, s.head_fwd = s.head;
 		for (size_t i = 0; ph && i < n; i++)
 			if (ops[i].params > 0 && s.nhead_grads < ARRAY_SIZE(s.head_grads))
 				s.head_grads[s.nhead_grads++] = ge * ops[i].params;
@@ -736,6 +760,29 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	}
 	p->cache[p->ncache++] = s;
 	return s;
+}
+
+/*
+ * A pipeline's phase run action by action (par_schedule_run_s): each
+ * virtual stage a chunk's forward f and backward b, the first one's with
+ * the embedding's, the last one's with the head's and the loss's. The
+ * cost arrays live in the planner (p->vs_cost, grown as needed).
+ */
+static double pipeline_run_s(struct par_planner *p, const struct par_schedule_ops *sched,
+			     uint32_t pp, uint32_t mbs, uint32_t v, double f, double b,
+			     const struct shape *s, double hop, double *beside)
+{
+	size_t V = (size_t)pp * v;
+	if (p->capvs < 2 * V) {
+		p->capvs = 2 * V;
+		p->vs_cost = xreallocarray(p->vs_cost, p->capvs, sizeof(double));
+	}
+	double *fv = p->vs_cost, *bv = fv + V;
+	for (size_t i = 0; i < V; i++)
+		fv[i] = f, bv[i] = b;
+	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
+	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
+	return par_schedule_run_s(sched, pp, mbs, v, fv, bv, hop, beside);
 }
 
 /* Of these, its routed experts': L / pp layers' share. */
@@ -952,7 +999,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	uint32_t per = m->layers / l->pp, D = st->dpn;
 	/* The blocks of the data-parallel collectives beside the kernels. */
 	unsigned blocks = 0;
-	if (D > 1 && par_compute_has_interference(p->cm)) {
+	if (D > 1 && p->interference) {
 		uint32_t g = probe_group(p, PROBE_DP, l);
 		char err[256];
 		blocks = 0;
@@ -992,9 +1039,11 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	 * both on one stage without a pipeline, else the larger sets the pace
 	 * of the slowest stage. */
 	double edges = l->pp == 1 ? s->embed + s->head : fmax(s->embed, s->head);
-	double stage = per * (fwd + bwd) + edges + p2p;
+	double stage = per * (fwd + bwd) + edges;
 	const struct par_schedule_ops *sched = st->schedule;
-	struct par_stage_cost cost = stage_cost(stage, per * bwd + edges * 2 / 3 + p2p / 2);
+	struct par_stage_cost cost = stage_cost(stage, per * bwd + edges * 2 / 3);
+	stage += p2p;
+
 	/* Memory: the model states (the strategy's closed form), the first
 	 * stage's micro-batches in flight (the schedule's). */
 	double params = rank_params(p, l);
@@ -1065,7 +1114,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */
-	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
+	double phase = sched->pipeline_s(l->pp, mbs, v, &cost), msg_slow = 0;
 	/* With a pipeline only the first stage runs the embedding and only
 	 * the last the head: the slowest stage paces the steady state, but
 	 * the fill and drain pass each stage once at its own time, so the
@@ -1073,10 +1122,31 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	 * (m - 1) max_i t_i for 1F1B), not p - 1 slowest stages. */
 	double bubble = sched->bubble_s(l->pp, mbs, v, &cost);
 	if (l->pp > 1) {
-		struct par_stage_cost plain = stage_cost(stage - edges, per * bwd + p2p / 2);
+		struct par_stage_cost plain = stage_cost(per * (fwd + bwd), per * bwd);
 		double b = sched->bubble_s(l->pp, mbs, v, &plain) + s->embed + s->head - edges;
 		if (b < bubble)
 			phase -= bubble - b, bubble = b;
+		/* The closed forms take equal stages, each message in turn. The
+		 * schedule's actions run on the virtual stages' own costs (the
+		 * embedding on the first, the head and loss on the last: in an
+		 * interleaved ring the slowest chunk paces the others) with each
+		 * message the mean hop, not waited for by its sender: the phase
+		 * as the simulator would run it on uncontended links. */
+		double near = 0;
+		double run = pipeline_run_s(p, sched, l->pp, mbs, v, per * fwd / v, per * bwd / v,
+					    s, p2p / (2.0 * v), &near);
+		double closed = phase + mbs * p2p;
+		phase = isnan(run) ? closed : run;
+		dc.stage_s += (phase - closed) / mbs;
+		/* The kernels beside the messages (a stream and a block each)
+		 * run slower, at the layer's mean loss beside one block. */
+		if (p->interference && near > 0) {
+			const struct shape one = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
+							  c->recompute, 0, 1, 1, 1);
+			double k = one.fwd + one.bwd;
+			if (k > 0)   /* near is every stage's: a stage's share */
+				msg_slow = near / l->pp * (one.slow_fwd + one.slow_bwd) / k;
+		}
 	}
 	/* Interference: the kernels beside data-parallel communication run
 	 * slower, at their average loss, for as long as the communication
@@ -1111,7 +1181,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 			      .bytes = 28 * updated };
 	c->bubble_s = bubble;
 	c->exposed_s = exposed;
-	c->step_s = phase + exposed + slow + par_compute_time_s(p->cm, &opt);
+	c->step_s = phase + exposed + slow + msg_slow + par_compute_time_s(p->cm, &opt);
 	return 0;
 }
 

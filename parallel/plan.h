@@ -88,6 +88,11 @@ struct par_planner *par_planner_new(const struct par_model *m, const struct par_
 				    uint32_t gpus, const struct par_compute_model *cm,
 				    uint64_t seed, char *err, size_t errlen);
 void par_planner_free(struct par_planner *p);
+/* Does the estimate count compute.interference (kernels and communication
+ * slowed by each other)? As the step it estimates does: the default is
+ * whether the compute model has the curves; `clustersim plan` sets what
+ * the scenario's compute.interference resolves to (scn_train_of). */
+void par_planner_set_interference(struct par_planner *p, bool on);
 
 /* The rules the plan keeps to (r[0..n) stays the caller's and must
  * outlive the plan; their `matched` counts are updated by par_plan). */

@@ -18,6 +18,8 @@
  */
 #include "parallel/schedule.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/util.h"
@@ -80,4 +82,91 @@ int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, siz
 		return sim_errf(err, errlen, "parallel.vpp: %u chunks need parallel.schedule: "
 				"interleaved", v);
 	return 0;
+}
+
+/*
+ * The schedule run action by action (par_schedule_run_s). Each stage runs
+ * its actions in order, an action (of its virtual stage's cost) as soon as
+ * the stage is free and what it needs has arrived: a chunk's forward the previous virtual stage's forward
+ * of that micro-batch (none for virtual stage 0), its backward the next
+ * virtual stage's backward (the last virtual stage: its own forward), each
+ * `hop` seconds after it ended on another stage; a weight-gradient half the
+ * same stage's input-gradient half. Sweeps the stages until every action
+ * has run; NAN if a sweep runs nothing (a schedule that cannot finish).
+ * A message counts beside compute on its sender while the sender's next
+ * pass runs, and on its receiver until the receiver waits for it.
+ */
+double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint32_t m,
+			  uint32_t v, const double *f, const double *b, double hop, double *beside)
+{
+	double near = 0;   /* seconds of messages beside compute */
+	size_t vs_n = (size_t)p * v, cells = vs_n * m, total = 0;
+	size_t *first = xmalloc((p + 1) * sizeof(*first)), *pos = xmalloc(p * sizeof(*pos));
+	for (uint32_t s = 0; s < p; s++)
+		first[s] = total, total += sched->nactions(p, s, m, v);
+	first[p] = total;
+	struct par_action *act = xmalloc((total ? total : 1) * sizeof(*act));
+	double *fend = xmalloc(2 * cells * sizeof(double)), *bend = fend + cells;
+	double *clock = xmalloc(2 * p * sizeof(double)), *sent = clock + p;
+	for (uint32_t s = 0; s < p; s++) {
+		sched->actions(p, s, m, v, act + first[s]);
+		pos[s] = first[s], clock[s] = 0, sent[s] = NAN;
+	}
+	for (size_t i = 0; i < 2 * cells; i++)
+		fend[i] = NAN;
+	size_t done = 0;
+	int stuck = 0;
+	while (done < total && !stuck) {
+		stuck = 1;
+		for (uint32_t s = 0; s < p; s++)
+			for (; pos[s] < first[s + 1]; pos[s]++) {
+				const struct par_action *a = &act[pos[s]];
+				size_t vs = (size_t)a->chunk * p + s, at = vs * m + a->mb;
+				double ready, dur;
+				switch (a->kind) {
+				case PAR_ACT_FORWARD:
+					ready = vs == 0 ? 0 : fend[at - m] + hop;
+					dur = f[vs];
+					break;
+				case PAR_ACT_BACKWARD_WEIGHT:
+					ready = bend[at];
+					dur = b[vs] / 2;
+					break;
+				default:   /* the backward, or its input-gradient half */
+					ready = vs + 1 == vs_n ? fend[at] : bend[at + m] + hop;
+					dur = a->kind == PAR_ACT_BACKWARD ? b[vs] : b[vs] / 2;
+					break;
+				}
+				if (isnan(ready))
+					break;
+				/* A message in runs beside this stage's compute until
+				 * the stage waits for it; the last one out beside the
+				 * pass that starts now. */
+				int in = a->kind == PAR_ACT_FORWARD ? vs > 0
+					 : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs + 1 < vs_n;
+				if (in && hop > 0)
+					near += fmin(hop, fmax(0, clock[s] - (ready - hop)));
+				double start = ready > clock[s] ? ready : clock[s], end = start + dur;
+				if (!isnan(sent[s]))
+					near += fmin(dur, fmax(0, sent[s] + hop - start));
+				int out = a->kind == PAR_ACT_FORWARD ? vs + 1 < vs_n
+					  : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs > 0;
+				sent[s] = out && hop > 0 ? end : NAN;
+				clock[s] = end;
+				if (a->kind == PAR_ACT_FORWARD)
+					fend[at] = end;
+				else if (a->kind != PAR_ACT_BACKWARD_WEIGHT)
+					bend[at] = end;
+				done++, stuck = 0;
+			}
+	}
+	double t = stuck ? NAN : clock[0];
+	if (beside)
+		*beside = near;
+	free(first);
+	free(pos);
+	free(act);
+	free(fend);
+	free(clock);
+	return t;
 }

@@ -84,6 +84,22 @@ const char *const *par_schedule_names(void);
 /* Entry i's help line (for the key's documentation). */
 const char *par_schedule_help(unsigned i);
 
+/*
+ * The pipeline phase of schedule `s` run action by action rather than by
+ * its closed form: p stages, the forward and backward of virtual stage
+ * c p + s (stage s's chunk c) f[c p + s] and b[c p + s] seconds (a split
+ * backward's halves half each), a message between neighbouring virtual
+ * stages `hop` seconds that its sender does not wait for. The step's
+ * start to the first stage's last action; for equal stages without
+ * messages it is pipeline_s's for stage costs v f and v b
+ * (tests/unit/test_schedule.c). NAN: the actions cannot all run. *beside
+ * (NULL: not wanted): the seconds messages run beside compute, on their
+ * senders and receivers together, summed over the stages (what
+ * compute.interference slows).
+ */
+double par_schedule_run_s(const struct par_schedule_ops *s, uint32_t p, uint32_t m,
+			  uint32_t v, const double *f, const double *b, double hop, double *beside);
+
 /* For the schedules' check: one chunk per stage (parallel.vpp 1). */
 int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);
 

@@ -23,7 +23,9 @@
 #include "parallel/plan.h"
 #include "parallel/schedule.h"
 #include "scenarios/plan_sim.h"
+#include "parallel/train.h"
 #include "scenarios/scenario.h"
+#include "scenarios/train_of.h"
 #include "sim/mpi_pool.h"
 #include "sim/store.h"
 #include "sim/util.h"
@@ -474,6 +476,9 @@ static int plan_run(struct cli_args *a)
 		sim_store_close(st);
 		return cli_error(a, CLI_BADINPUT, "%s: cluster: %s", a->pos[0], err);
 	}
+	struct par_train tt;
+	scn_train_of(&tt, &s, cm);   /* the interference the runs will have */
+	par_planner_set_interference(pl, tt.interference);
 	par_planner_rules(pl, rules, nrules);
 	struct par_candidate *cands;
 	uint64_t dropped[PAR_DROP_NCAUSES], total;

@@ -268,6 +268,58 @@ START_TEST(closed_forms_match_flow)
 }
 END_TEST
 
+/*
+ * The schedules run action by action (par_schedule_run_s): without
+ * messages, each one's pipeline phase is its closed form's, for every
+ * p, m, v its check takes; messages only delay it. By hand, 1F1B on 2
+ * stages, 2 micro-batches, f = 1, b = 2, messages of 0.5 s: stage 0 runs
+ * F0 0-1, F1 1-2; stage 1 F0 1.5-2.5, B0 2.5-4.5, F1 4.5-5.5, B1 5.5-7.5;
+ * stage 0 B0 5-7, B1 8-10: 10 s, one more than (m + p - 1)(f + b).
+ * Stages of their own costs pace it as the slowest would.
+ */
+START_TEST(run_action_by_action)
+{
+	char err[256];
+	const uint32_t ps[] = { 2, 3, 4, 8 }, ms[] = { 1, 2, 4, 8, 16 }, vs[] = { 1, 2, 3 };
+	for (unsigned i = 0; i < par_schedule_count(); i++) {
+		const struct par_schedule_ops *o = par_schedule(i);
+		for (unsigned a = 0; a < ARRAY_SIZE(ps); a++)
+		for (unsigned b = 0; b < ARRAY_SIZE(ms); b++)
+		for (unsigned k = 0; k < ARRAY_SIZE(vs); k++) {
+			uint32_t p = ps[a], m = ms[b], v = vs[k];
+			if (o->check(p, m, v, err, sizeof(err)))
+				continue;
+			double f = 0.25, bw = 0.625, fs[24], bs[24];
+			for (unsigned j = 0; j < p * v; j++)
+				fs[j] = f, bs[j] = bw;
+			struct par_stage_cost c = { .fwd_s = v * f, .bwd_s = v * bw };
+			double want = o->pipeline_s(p, m, v, &c);
+			double got = par_schedule_run_s(o, p, m, v, fs, bs, 0, NULL);
+			ck_assert_msg(fabs(got / want - 1) < 1e-12,
+				      "%s p%u m%u v%u: %.12g s run, %.12g s closed form", o->name, p, m,
+				      v, got, want);
+			double late = par_schedule_run_s(o, p, m, v, fs, bs, 0.01, NULL);
+			ck_assert_msg(late >= got && late <= got + 2.0 * m * v * p * 0.01,
+				      "%s p%u m%u v%u: %.12g s with messages, %.12g s without",
+				      o->name, p, m, v, late, got);
+		}
+	}
+	const struct par_schedule_ops *f1b1 = par_schedule((unsigned)par_schedule_find("1f1b"));
+	const double one[] = { 1, 1 }, two[] = { 2, 2 };
+	double near = -1;
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, &near), 10, 1e-12);
+	/* Beside compute: stage 0's F0 message beside its F1 (0.5 s), stage
+	 * 1's B0 message beside its F1 (0.5 s), stage 0's F1 message beside
+	 * stage 1's B0 (0.5 s): the others find their stage idle. */
+	ck_assert_double_eq_tol(near, 1.5, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0, NULL), 9, 1e-12);
+	/* A slower last stage (backward 3 s): stage 1 F0 1-2, B0 2-5, F1 5-6,
+	 * B1 6-9; stage 0 B0 5-7, B1 9-11. */
+	const double slow[] = { 2, 3 };
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, 0, NULL), 11, 1e-12);
+}
+END_TEST
+
 /* The reference schedule runs GPipe's order: the same ops at the same
  * times on every rank, the same step. */
 START_TEST(fthenb_equals_gpipe)
@@ -515,6 +567,7 @@ static Suite *schedule_suite(void)
 	t = tcase_create("closed forms");
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, closed_forms_match_flow);
+	tcase_add_test(t, run_action_by_action);
 	tcase_add_test(t, fthenb_equals_gpipe);
 	suite_add_tcase(su, t);
 	t = tcase_create("split backward");
