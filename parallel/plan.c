@@ -35,7 +35,7 @@
 #include "sim/util.h"
 
 /* Kernel times of one layer for one shape, forward and backward. */
-enum { PAR_PLAN_LAYER_GRADS = 24 };
+enum { PAR_PLAN_LAYER_GRADS = 24, PAR_PLAN_PROFILE = 48 };
 
 struct shape {
 	uint32_t tp, mb, cp, ep;
@@ -52,6 +52,12 @@ struct shape {
 				   * the loss) kernels and TP collectives,
 				   * forward and backward                  */
 	double embed_fwd, head_fwd;  /* of them, the forward's             */
+	/* compute.interference beside one CUDA block (a pipeline message):
+	 * each kernel of a layer's forward [0] and backward [1], when it
+	 * starts (seconds into the layer) and what it and the kernels before
+	 * it lose if communication moves as they start; len, the layer's time. */
+	double prof_at[2][PAR_PLAN_PROFILE], prof_loss[2][PAR_PLAN_PROFILE], prof_len[2];
+	unsigned nprof[2];
 	double act, act_peak;     /* bytes kept per layer, and during its bwd */
 	double zero3_calls;       /* ZeRO-3's all-gathers of a micro-batch of
 				   * every layer (dp_shard.c's modules)    */
@@ -668,6 +674,49 @@ none:
 	memset(f, 0, sizeof(*f));
 }
 
+/*
+ * A layer's kernels as the pipeline's messages find them (struct shape's
+ * prof_*): in order, each op's start (its kernel and its tensor-parallel
+ * collectives before it, as kernels_s and tp_comm_s count them) and its
+ * loss beside one block (par_compute_interference). An MoE layer's
+ * experts are left out, as kernels_s leaves them.
+ */
+static void interference_profile(struct par_planner *p, const struct par_training *local,
+				 uint32_t tp, uint32_t cp, int sp, int moe, struct shape *s)
+{
+	struct par_op ops[64];
+	double tokens = (double)local->seq * local->micro_batch;
+	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
+	for (int ph = 0; ph < 2; ph++) {
+		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
+		size_t n = par_layer_ops_sp(&p->m, local, tp, sp, phase, ops, ARRAY_SIZE(ops));
+		double at = 0;
+		unsigned k = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct par_op *o = &ops[i];
+			if (moe && par_kernel_is_mlp(o->kernel))
+				continue;
+			int ring = o->cls == PAR_OP_ATTENTION && cp > 1;
+			double t = ring ? cp_attention_s(p, o, local, tp, cp, o->part != PAR_PART_FWD)
+					: par_compute_time_s(p->cm, o);
+			enum sim_coll_op cop[8];
+			double bytes[8];
+			unsigned nc = tp > 1 ? par_tp_op_colls(o, phase, sp, tokens, p->m.hidden, cop,
+							       bytes, 8) : 0;
+			for (unsigned j = 0; j < nc; j++)
+				at += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
+			if (k < PAR_PLAN_PROFILE && !ring) {   /* losses summed */
+				s->prof_at[ph][k] = at;
+				s->prof_loss[ph][k] = (k ? s->prof_loss[ph][k - 1] : 0) +
+						      t * (par_compute_interference(p->cm, o, 1) - 1);
+				k++;
+			}
+			at += t;
+		}
+		s->nprof[ph] = k, s->prof_len[ph] = at;
+	}
+}
+
 /* The kernel times and activations of one shape, from the cache (by value:
  * the cache moves as it grows). */
 static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
@@ -754,6 +803,8 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 					     p->base.zero3.max_live);
 	if (!moe)
 		zero3_modules(p, &local, tp, cp, sp, &s.zero3);
+	if (p->interference)
+		interference_profile(p, &local, tp, cp, sp, moe, &s);
 	if (p->ncache == p->capcache) {
 		p->capcache = p->capcache ? 2 * p->capcache : 64;
 		p->cache = xreallocarray(p->cache, p->capcache, sizeof(*p->cache));
@@ -768,9 +819,32 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
  * the embedding's, the last one's with the head's and the loss's. The
  * cost arrays live in the planner (p->vs_cost, grown as needed).
  */
+/* par_sched_slow's lost: a pass's kernels that start in its first
+ * `window` seconds, layer after layer (the shape's profile). */
+static double pipeline_lost_s(void *ctx, enum par_action_kind kind, uint32_t vs, double window)
+{
+	const struct shape *s = ctx;
+	(void)vs;
+	int ph = kind != PAR_ACT_FORWARD;
+	unsigned n = s->nprof[ph];
+	double len = s->prof_len[ph];
+	if (!n || !(len > 0))
+		return 0;
+	double layers = floor(window / len), rest = window - layers * len;
+	unsigned lo = 0, hi = n;   /* the kernels that start before rest */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (s->prof_at[ph][mid] < rest)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return layers * s->prof_loss[ph][n - 1] + (lo ? s->prof_loss[ph][lo - 1] : 0);
+}
+
 static double pipeline_run_s(struct par_planner *p, const struct par_schedule_ops *sched,
 			     uint32_t pp, uint32_t mbs, uint32_t v, double f, double b,
-			     const struct shape *s, double hop, double *beside)
+			     const struct shape *s, double hop, double *lost)
 {
 	size_t V = (size_t)pp * v;
 	if (p->capvs < 2 * V) {
@@ -782,7 +856,9 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 		fv[i] = f, bv[i] = b;
 	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
 	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
-	return par_schedule_run_s(sched, pp, mbs, v, fv, bv, hop, beside);
+	const struct par_sched_slow slow = { .lost = pipeline_lost_s, .ctx = (void *)s };
+	return par_schedule_run_s(sched, pp, mbs, v, fv, bv, hop, p->interference ? &slow : NULL,
+				  lost);
 }
 
 /* Of these, its routed experts': L / pp layers' share. */
@@ -1114,7 +1190,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		return 1 + PAR_DROP_MEMORY;
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */
-	double phase = sched->pipeline_s(l->pp, mbs, v, &cost), msg_slow = 0;
+	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
 	/* With a pipeline only the first stage runs the embedding and only
 	 * the last the head: the slowest stage paces the steady state, but
 	 * the fill and drain pass each stage once at its own time, so the
@@ -1130,23 +1206,14 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		 * schedule's actions run on the virtual stages' own costs (the
 		 * embedding on the first, the head and loss on the last: in an
 		 * interleaved ring the slowest chunk paces the others) with each
-		 * message the mean hop, not waited for by its sender: the phase
+		 * message the mean hop, not waited for by its sender, and the
+		 * kernels that start beside a moving message slowed: the phase
 		 * as the simulator would run it on uncontended links. */
-		double near = 0;
 		double run = pipeline_run_s(p, sched, l->pp, mbs, v, per * fwd / v, per * bwd / v,
-					    s, p2p / (2.0 * v), &near);
+					    s, p2p / (2.0 * v), NULL);
 		double closed = phase + mbs * p2p;
 		phase = isnan(run) ? closed : run;
 		dc.stage_s += (phase - closed) / mbs;
-		/* The kernels beside the messages (a stream and a block each)
-		 * run slower, at the layer's mean loss beside one block. */
-		if (p->interference && near > 0) {
-			const struct shape one = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
-							  c->recompute, 0, 1, 1, 1);
-			double k = one.fwd + one.bwd;
-			if (k > 0)   /* near is every stage's: a stage's share */
-				msg_slow = near / l->pp * (one.slow_fwd + one.slow_bwd) / k;
-		}
 	}
 	/* Interference: the kernels beside data-parallel communication run
 	 * slower, at their average loss, for as long as the communication
@@ -1181,7 +1248,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 			      .bytes = 28 * updated };
 	c->bubble_s = bubble;
 	c->exposed_s = exposed;
-	c->step_s = phase + exposed + slow + msg_slow + par_compute_time_s(p->cm, &opt);
+	c->step_s = phase + exposed + slow + par_compute_time_s(p->cm, &opt);
 	return 0;
 }
 

@@ -87,19 +87,23 @@ int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, siz
 /*
  * The schedule run action by action (par_schedule_run_s). Each stage runs
  * its actions in order, an action (of its virtual stage's cost) as soon as
- * the stage is free and what it needs has arrived: a chunk's forward the previous virtual stage's forward
- * of that micro-batch (none for virtual stage 0), its backward the next
- * virtual stage's backward (the last virtual stage: its own forward), each
- * `hop` seconds after it ended on another stage; a weight-gradient half the
- * same stage's input-gradient half. Sweeps the stages until every action
- * has run; NAN if a sweep runs nothing (a schedule that cannot finish).
- * A message counts beside compute on its sender while the sender's next
- * pass runs, and on its receiver until the receiver waits for it.
+ * the stage is free and what it needs has arrived: a chunk's forward the
+ * previous virtual stage's forward of that micro-batch (none for virtual
+ * stage 0), its backward the next virtual stage's backward (the last
+ * virtual stage: its own forward), each `hop` seconds after it ended on
+ * another stage; a weight-gradient half the same stage's input-gradient
+ * half. Sweeps the stages until every action has run; NAN if a sweep runs
+ * nothing (a schedule that cannot finish). With `slow`, a pass that
+ * starts while the stage's last message out is still moving loses what
+ * slow->lost says for the rest of that flight, and a message in that
+ * arrives while the stage is busy costs the pass in progress what it
+ * says for the time it moved beside it.
  */
 double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint32_t m,
-			  uint32_t v, const double *f, const double *b, double hop, double *beside)
+			  uint32_t v, const double *f, const double *b, double hop,
+			  const struct par_sched_slow *slow, double *lost_s)
 {
-	double near = 0;   /* seconds of messages beside compute */
+	double lost = 0;
 	size_t vs_n = (size_t)p * v, cells = vs_n * m, total = 0;
 	size_t *first = xmalloc((p + 1) * sizeof(*first)), *pos = xmalloc(p * sizeof(*pos));
 	for (uint32_t s = 0; s < p; s++)
@@ -108,12 +112,14 @@ double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint
 	struct par_action *act = xmalloc((total ? total : 1) * sizeof(*act));
 	double *fend = xmalloc(2 * cells * sizeof(double)), *bend = fend + cells;
 	double *clock = xmalloc(2 * p * sizeof(double)), *sent = clock + p;
+	const struct par_action **last = xmalloc(p * sizeof(*last));
 	for (uint32_t s = 0; s < p; s++) {
 		sched->actions(p, s, m, v, act + first[s]);
-		pos[s] = first[s], clock[s] = 0, sent[s] = NAN;
+		pos[s] = first[s], clock[s] = 0, sent[s] = NAN, last[s] = NULL;
 	}
 	for (size_t i = 0; i < 2 * cells; i++)
 		fend[i] = NAN;
+	int slowed = slow && slow->lost && hop > 0;
 	size_t done = 0;
 	int stuck = 0;
 	while (done < total && !stuck) {
@@ -139,20 +145,29 @@ double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint
 				}
 				if (isnan(ready))
 					break;
-				/* A message in runs beside this stage's compute until
-				 * the stage waits for it; the last one out beside the
-				 * pass that starts now. */
 				int in = a->kind == PAR_ACT_FORWARD ? vs > 0
 					 : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs + 1 < vs_n;
-				if (in && hop > 0)
-					near += fmin(hop, fmax(0, clock[s] - (ready - hop)));
-				double start = ready > clock[s] ? ready : clock[s], end = start + dur;
-				if (!isnan(sent[s]))
-					near += fmin(dur, fmax(0, sent[s] + hop - start));
+				if (slowed && in && last[s]) {
+					/* the message in moved beside the pass before */
+					double w = fmin(hop, fmax(0, clock[s] - (ready - hop)));
+					if (w > 0) {
+						const struct par_action *z = last[s];
+						double x = slow->lost(slow->ctx, (enum par_action_kind)z->kind,
+								      (uint32_t)((size_t)z->chunk * p + s), w);
+						clock[s] += x, lost += x;
+					}
+				}
+				double start = ready > clock[s] ? ready : clock[s];
+				if (slowed && !isnan(sent[s]) && sent[s] + hop > start) {
+					double x = slow->lost(slow->ctx, (enum par_action_kind)a->kind,
+							      (uint32_t)vs, sent[s] + hop - start);
+					dur += x, lost += x;
+				}
+				double end = start + dur;
 				int out = a->kind == PAR_ACT_FORWARD ? vs + 1 < vs_n
 					  : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs > 0;
-				sent[s] = out && hop > 0 ? end : NAN;
-				clock[s] = end;
+				sent[s] = out ? end : NAN;
+				clock[s] = end, last[s] = a;
 				if (a->kind == PAR_ACT_FORWARD)
 					fend[at] = end;
 				else if (a->kind != PAR_ACT_BACKWARD_WEIGHT)
@@ -161,12 +176,13 @@ double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint
 			}
 	}
 	double t = stuck ? NAN : clock[0];
-	if (beside)
-		*beside = near;
+	if (lost_s)
+		*lost_s = lost;
 	free(first);
 	free(pos);
 	free(act);
 	free(fend);
 	free(clock);
+	free(last);
 	return t;
 }

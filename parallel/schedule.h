@@ -85,20 +85,31 @@ const char *const *par_schedule_names(void);
 const char *par_schedule_help(unsigned i);
 
 /*
+ * What messages beside compute cost (compute.interference) in
+ * par_schedule_run_s: the seconds a pass of `kind` on virtual stage vs
+ * loses when communication moves during `window` seconds of it (the
+ * engine slows each kernel that starts beside it, for all of its run).
+ */
+struct par_sched_slow {
+	double (*lost)(void *ctx, enum par_action_kind kind, uint32_t vs, double window);
+	void *ctx;
+};
+
+/*
  * The pipeline phase of schedule `s` run action by action rather than by
  * its closed form: p stages, the forward and backward of virtual stage
  * c p + s (stage s's chunk c) f[c p + s] and b[c p + s] seconds (a split
  * backward's halves half each), a message between neighbouring virtual
- * stages `hop` seconds that its sender does not wait for. The step's
- * start to the first stage's last action; for equal stages without
- * messages it is pipeline_s's for stage costs v f and v b
- * (tests/unit/test_schedule.c). NAN: the actions cannot all run. *beside
- * (NULL: not wanted): the seconds messages run beside compute, on their
- * senders and receivers together, summed over the stages (what
- * compute.interference slows).
+ * stages `hop` seconds that its sender does not wait for, and with `slow`
+ * (NULL: none) the passes beside a moving message slowed. The step's start
+ * to the first stage's last action; for equal stages without messages it
+ * is pipeline_s's for stage costs v f and v b (tests/unit/test_schedule.c).
+ * NAN: the actions cannot all run. *lost_s (NULL: not wanted): what the
+ * slowing added, summed over the stages.
  */
 double par_schedule_run_s(const struct par_schedule_ops *s, uint32_t p, uint32_t m,
-			  uint32_t v, const double *f, const double *b, double hop, double *beside);
+			  uint32_t v, const double *f, const double *b, double hop,
+			  const struct par_sched_slow *slow, double *lost_s);
 
 /* For the schedules' check: one chunk per stage (parallel.vpp 1). */
 int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);

@@ -277,6 +277,12 @@ END_TEST
  * stage 0 B0 5-7, B1 8-10: 10 s, one more than (m + p - 1)(f + b).
  * Stages of their own costs pace it as the slowest would.
  */
+static double lost_window(void *ctx, enum par_action_kind kind, uint32_t vs, double window)
+{
+	(void)ctx, (void)kind, (void)vs;
+	return window;
+}
+
 START_TEST(run_action_by_action)
 {
 	char err[256];
@@ -294,11 +300,11 @@ START_TEST(run_action_by_action)
 				fs[j] = f, bs[j] = bw;
 			struct par_stage_cost c = { .fwd_s = v * f, .bwd_s = v * bw };
 			double want = o->pipeline_s(p, m, v, &c);
-			double got = par_schedule_run_s(o, p, m, v, fs, bs, 0, NULL);
+			double got = par_schedule_run_s(o, p, m, v, fs, bs, 0, NULL, NULL);
 			ck_assert_msg(fabs(got / want - 1) < 1e-12,
 				      "%s p%u m%u v%u: %.12g s run, %.12g s closed form", o->name, p, m,
 				      v, got, want);
-			double late = par_schedule_run_s(o, p, m, v, fs, bs, 0.01, NULL);
+			double late = par_schedule_run_s(o, p, m, v, fs, bs, 0.01, NULL, NULL);
 			ck_assert_msg(late >= got && late <= got + 2.0 * m * v * p * 0.01,
 				      "%s p%u m%u v%u: %.12g s with messages, %.12g s without",
 				      o->name, p, m, v, late, got);
@@ -307,16 +313,21 @@ START_TEST(run_action_by_action)
 	const struct par_schedule_ops *f1b1 = par_schedule((unsigned)par_schedule_find("1f1b"));
 	const double one[] = { 1, 1 }, two[] = { 2, 2 };
 	double near = -1;
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, &near), 10, 1e-12);
-	/* Beside compute: stage 0's F0 message beside its F1 (0.5 s), stage
-	 * 1's B0 message beside its F1 (0.5 s), stage 0's F1 message beside
-	 * stage 1's B0 (0.5 s): the others find their stage idle. */
-	ck_assert_double_eq_tol(near, 1.5, 1e-12);
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0, NULL), 9, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, NULL, NULL), 10,
+				1e-12);
+	/* A pass loses what moves beside it (lost = window): stage 0's F1
+	 * starts as its F0 message leaves, 1-2.5; stage 1 F0 1.5-2.5, B0
+	 * 2.5-4.5 with F1's message arriving beside it (+0.5), F1 5-6, B1 6-8;
+	 * stage 0 B0 5-7, B1 8.5-10.5. */
+	const struct par_sched_slow sl = { .lost = lost_window };
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, &sl, &near),
+				10.5, 1e-12);
+	ck_assert_double_eq_tol(near, 1.0, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0, NULL, NULL), 9, 1e-12);
 	/* A slower last stage (backward 3 s): stage 1 F0 1-2, B0 2-5, F1 5-6,
 	 * B1 6-9; stage 0 B0 5-7, B1 9-11. */
 	const double slow[] = { 2, 3 };
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, 0, NULL), 11, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, 0, NULL, NULL), 11, 1e-12);
 }
 END_TEST
 
