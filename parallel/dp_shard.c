@@ -30,7 +30,11 @@
  * parallel.zero3.max_live leaves of the elements gathered and not yet freed
  * (a module larger than the bucket goes alone: one call per module,
  * prefetched one ahead). It is freed after its
- * forward GEMM, or its weight gradient in backward. Gradients join a bucket
+ * forward GEMM, or its weight gradient in backward. Where another
+ * micro-batch's forward comes between a micro-batch's forward and its
+ * backward (GPipe's order), the backward's fetches start again at its
+ * first, gathered when reached, and what the forward had gathered ahead
+ * for it is let go. Gradients join a bucket
  * in backward order; at parallel.zero3.reduce_bucket elements (and at the
  * end of each micro-batch's backward) the bucket is reduce-scattered. The
  * root unit (embedding, head) is gathered and kept as above.
@@ -60,7 +64,8 @@ struct dp_shard {
 	uint32_t *call;
 	uint8_t *alone;              /* plan_calls' decisions                */
 	unsigned *pre_to;
-	unsigned nseq, ev, next, cur, nrs;
+	unsigned nseq, nfwd, ev, next, cur, nrs;
+	uint32_t mb;                 /* the micro-batch the fetches are of    */
 	double rs_open;
 };
 
@@ -193,6 +198,7 @@ static void prefetch_next(struct builder *b, int u, enum par_phase ph)
 }
 
 static void modules_reset(struct builder *b);
+static void modules_backward(struct builder *b);
 
 void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph)
 {
@@ -207,6 +213,8 @@ void par_dps_layer_begin(struct builder *b, int l, enum par_phase ph)
 		if (s->p.modules)
 			modules_reset(b);
 	}
+	if (l < 0 && ph == PAR_BWD && state(b)->p.modules)
+		modules_backward(b);
 	if (l >= 0 && state(b)->p.modules) {  /* the kernels' hooks gather */
 		if (ph == PAR_BWD && b->reduce)
 			par_b_mem(b, "unit.grads", PAR_MEM_GRADS,
@@ -380,6 +388,7 @@ static struct dp_shard *modules(struct builder *b)
 		mod[0] += extra;
 	int rc = t->training->recompute == PAR_RECOMPUTE_FULL;
 	s->nseq = fetch_sequence(mod, n, count, rc, NULL);
+	s->nfwd = n * count;
 	size_t k = s->nseq ? s->nseq : 1;
 	s->seq = xmalloc(k * sizeof(double));
 	s->call = xmalloc(k * sizeof(uint32_t));
@@ -387,15 +396,42 @@ static struct dp_shard *modules(struct builder *b)
 	s->pre_to = xmalloc(k * sizeof(unsigned));
 	fetch_sequence(mod, n, count, rc, s->seq);
 	plan_calls(s->seq, s->nseq, s->p.prefetch_bucket, s->p.max_live, s->alone, s->pre_to);
+	for (unsigned i = 0; i < s->nseq; i++)
+		s->call[i] = NO_OP;
 	return s;
 }
 
-static void modules_reset(struct builder *b)
+/* Fetches [from, nseq) start again: those gathered ahead and not used
+ * (another micro-batch's pass came first) are let go. */
+static void modules_restart(struct builder *b, unsigned from)
 {
 	struct dp_shard *s = modules(b);
-	for (unsigned i = 0; i < s->nseq; i++)
+	double unused = 0;
+	for (unsigned i = from; i < s->nseq; i++) {
+		if (s->call[i] != NO_OP && i >= s->ev)
+			unused += PARAM_BYTES * s->seq[i] * (b->shard - 1) / b->shard;
 		s->call[i] = NO_OP;
-	s->ev = s->next = 0;
+	}
+	if (unused > 0)
+		par_b_mem(b, "zero3.unused", PAR_MEM_WEIGHTS, -unused);
+	s->ev = s->next = from;
+	s->mb = b->mb;
+}
+
+/* A micro-batch's forward begins its fetches. */
+static void modules_reset(struct builder *b)
+{
+	modules_restart(b, 0);
+}
+
+/* A micro-batch's backward: its fetches go on from its forward's, unless
+ * another micro-batch's forward came between (GPipe's order runs every
+ * forward first): then they start again at the backward's first. */
+static void modules_backward(struct builder *b)
+{
+	struct dp_shard *s = modules(b);
+	if (s->mb != b->mb)
+		modules_restart(b, s->nfwd);
 }
 
 /* One all-gather of fetches [from, to), issued after the last kernel. */
@@ -440,9 +476,9 @@ void par_dps_kernel_begin(struct builder *b, const struct par_op *o, enum par_ph
 	struct dp_shard *s = modules(b);
 	unsigned e = s->ev++;
 	BUG_ON(e >= s->nseq);
-	if (s->alone[e])
+	/* Alone by DeepSpeed's rule, or after a restart nothing brought it. */
+	if (s->alone[e] || s->call[e] == NO_OP)
 		modules_gather(b, e, e + 1, ph);
-	BUG_ON(s->call[e] == NO_OP);
 	par_b_wait(b, s->call[e]);
 	if (s->pre_to[e] > s->next)
 		modules_gather(b, s->next, s->pre_to[e], ph);
