@@ -119,6 +119,7 @@ struct par_planner {
 	size_t capchunks;
 	double *vs_cost;              /* pipeline_run_s's virtual stages */
 	size_t capvs;
+	struct par_sched_plan *sched_plan;  /* its last schedule's actions */
 	bool interference;            /* par_planner_set_interference   */
 	struct par_plan_rule *rules;
 	size_t nrules;
@@ -204,6 +205,7 @@ void par_planner_free(struct par_planner *p)
 	free(p->tails);
 	free(p->chunks);
 	free(p->vs_cost);
+	par_schedule_plan_free(p->sched_plan);
 	free(p->loads);
 	free(p);
 }
@@ -821,16 +823,26 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
  */
 /* par_sched_slow's lost: a pass's kernels that start in its first
  * `window` seconds, layer after layer (the shape's profile). */
+struct lost_ctx {
+	const struct shape *s;
+	double window[2], lost[2];   /* the last answer of each phase */
+};
+
 static double pipeline_lost_s(void *ctx, enum par_action_kind kind, uint32_t vs, double window)
 {
-	const struct shape *s = ctx;
+	struct lost_ctx *x = ctx;
+	const struct shape *s = x->s;
 	(void)vs;
 	int ph = kind != PAR_ACT_FORWARD;
+	if (window == x->window[ph])   /* most often a whole message: the same */
+		return x->lost[ph];
 	unsigned n = s->nprof[ph];
 	double len = s->prof_len[ph];
 	if (!n || !(len > 0))
 		return 0;
-	double layers = floor(window / len), rest = window - layers * len;
+	double layers = 0, rest = window;
+	if (window >= len)
+		layers = floor(window / len), rest = window - layers * len;
 	unsigned lo = 0, hi = n;   /* the kernels that start before rest */
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
@@ -839,7 +851,8 @@ static double pipeline_lost_s(void *ctx, enum par_action_kind kind, uint32_t vs,
 		else
 			hi = mid;
 	}
-	return layers * s->prof_loss[ph][n - 1] + (lo ? s->prof_loss[ph][lo - 1] : 0);
+	x->window[ph] = window;
+	return x->lost[ph] = layers * s->prof_loss[ph][n - 1] + (lo ? s->prof_loss[ph][lo - 1] : 0);
 }
 
 static double pipeline_run_s(struct par_planner *p, const struct par_schedule_ops *sched,
@@ -856,9 +869,16 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 		fv[i] = f, bv[i] = b;
 	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
 	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
-	const struct par_sched_slow slow = { .lost = pipeline_lost_s, .ctx = (void *)s };
-	return par_schedule_run_s(sched, pp, mbs, v, fv, bv, hop, p->interference ? &slow : NULL,
-				  lost);
+	struct lost_ctx x = { .s = s, .window = { -1, -1 } };
+	const struct par_sched_slow slow = { .lost = pipeline_lost_s, .ctx = &x };
+	/* The plans go by with (p, m, v) fixed for runs of candidates: keep
+	 * the last one's actions. */
+	if (!par_schedule_plan_is(p->sched_plan, sched, pp, mbs, v)) {
+		par_schedule_plan_free(p->sched_plan);
+		p->sched_plan = par_schedule_plan_new(sched, pp, mbs, v);
+	}
+	return par_schedule_plan_run_s(p->sched_plan, fv, bv, hop,
+				       p->interference ? &slow : NULL, lost);
 }
 
 /* Of these, its routed experts': L / pp layers' share. */

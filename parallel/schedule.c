@@ -99,24 +99,69 @@ int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, siz
  * arrives while the stage is busy costs the pass in progress what it
  * says for the time it moved beside it.
  */
-double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint32_t m,
-			  uint32_t v, const double *f, const double *b, double hop,
-			  const struct par_sched_slow *slow, double *lost_s)
+/* A schedule's actions for (p, m, v) and the run's scratch. */
+struct par_sched_plan {
+	const struct par_schedule_ops *sched;
+	uint32_t p, m, v;
+	size_t total, *first, *pos;
+	struct par_action *act;
+	double *fend, *bend, *clock, *sent;
+	const struct par_action **last;
+};
+
+struct par_sched_plan *par_schedule_plan_new(const struct par_schedule_ops *sched, uint32_t p,
+					     uint32_t m, uint32_t v)
 {
-	double lost = 0;
-	size_t vs_n = (size_t)p * v, cells = vs_n * m, total = 0;
-	size_t *first = xmalloc((p + 1) * sizeof(*first)), *pos = xmalloc(p * sizeof(*pos));
+	struct par_sched_plan *r = xcalloc(1, sizeof(*r));
+	size_t cells = (size_t)p * v * m;
+	r->sched = sched, r->p = p, r->m = m, r->v = v;
+	r->first = xmalloc((p + 1) * sizeof(*r->first));
+	r->pos = xmalloc(p * sizeof(*r->pos));
 	for (uint32_t s = 0; s < p; s++)
-		first[s] = total, total += sched->nactions(p, s, m, v);
-	first[p] = total;
-	struct par_action *act = xmalloc((total ? total : 1) * sizeof(*act));
-	double *fend = xmalloc(2 * cells * sizeof(double)), *bend = fend + cells;
-	double *clock = xmalloc(2 * p * sizeof(double)), *sent = clock + p;
-	const struct par_action **last = xmalloc(p * sizeof(*last));
-	for (uint32_t s = 0; s < p; s++) {
-		sched->actions(p, s, m, v, act + first[s]);
+		r->first[s] = r->total, r->total += sched->nactions(p, s, m, v);
+	r->first[p] = r->total;
+	r->act = xmalloc((r->total ? r->total : 1) * sizeof(*r->act));
+	for (uint32_t s = 0; s < p; s++)
+		sched->actions(p, s, m, v, r->act + r->first[s]);
+	r->fend = xmalloc(2 * (cells ? cells : 1) * sizeof(double));
+	r->bend = r->fend + cells;
+	r->clock = xmalloc(2 * p * sizeof(double));
+	r->sent = r->clock + p;
+	r->last = xmalloc(p * sizeof(*r->last));
+	return r;
+}
+
+void par_schedule_plan_free(struct par_sched_plan *r)
+{
+	if (!r)
+		return;
+	free(r->first);
+	free(r->pos);
+	free(r->act);
+	free(r->fend);
+	free(r->clock);
+	free(r->last);
+	free(r);
+}
+
+int par_schedule_plan_is(const struct par_sched_plan *r, const struct par_schedule_ops *sched,
+			 uint32_t p, uint32_t m, uint32_t v)
+{
+	return r && r->sched == sched && r->p == p && r->m == m && r->v == v;
+}
+
+double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const double *b,
+			       double hop, const struct par_sched_slow *slow, double *lost_s)
+{
+	uint32_t p = r->p, m = r->m, v = r->v;
+	double lost = 0;
+	size_t vs_n = (size_t)p * v, cells = vs_n * m, total = r->total;
+	const size_t *first = r->first;
+	size_t *pos = r->pos;
+	const struct par_action *act = r->act, **last = r->last;
+	double *fend = r->fend, *bend = r->bend, *clock = r->clock, *sent = r->sent;
+	for (uint32_t s = 0; s < p; s++)
 		pos[s] = first[s], clock[s] = 0, sent[s] = NAN, last[s] = NULL;
-	}
 	for (size_t i = 0; i < 2 * cells; i++)
 		fend[i] = NAN;
 	int slowed = slow && slow->lost && hop > 0;
@@ -178,11 +223,15 @@ double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint
 	double t = stuck ? NAN : clock[0];
 	if (lost_s)
 		*lost_s = lost;
-	free(first);
-	free(pos);
-	free(act);
-	free(fend);
-	free(clock);
-	free(last);
+	return t;
+}
+
+double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint32_t m,
+			  uint32_t v, const double *f, const double *b, double hop,
+			  const struct par_sched_slow *slow, double *lost_s)
+{
+	struct par_sched_plan *r = par_schedule_plan_new(sched, p, m, v);
+	double t = par_schedule_plan_run_s(r, f, b, hop, slow, lost_s);
+	par_schedule_plan_free(r);
 	return t;
 }

@@ -111,6 +111,18 @@ double par_schedule_run_s(const struct par_schedule_ops *s, uint32_t p, uint32_t
 			  uint32_t v, const double *f, const double *b, double hop,
 			  const struct par_sched_slow *slow, double *lost_s);
 
+/* The same in two steps, for many runs of one (p, m, v): the actions made
+ * once (par_schedule_plan_new), then run with each set of costs. */
+struct par_sched_plan;
+struct par_sched_plan *par_schedule_plan_new(const struct par_schedule_ops *s, uint32_t p,
+					     uint32_t m, uint32_t v);
+void par_schedule_plan_free(struct par_sched_plan *r);
+/* Is r (NULL: no) the plan of s for p, m, v? */
+int par_schedule_plan_is(const struct par_sched_plan *r, const struct par_schedule_ops *s,
+			 uint32_t p, uint32_t m, uint32_t v);
+double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const double *b,
+			       double hop, const struct par_sched_slow *slow, double *lost_s);
+
 /* For the schedules' check: one chunk per stage (parallel.vpp 1). */
 int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);
 

@@ -324,6 +324,13 @@ START_TEST(run_action_by_action)
 				10.5, 1e-12);
 	ck_assert_double_eq_tol(near, 1.0, 1e-12);
 	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0, NULL, NULL), 9, 1e-12);
+	/* One plan run again with other costs gives what fresh runs give. */
+	struct par_sched_plan *pr = par_schedule_plan_new(f1b1, 2, 2, 1);
+	ck_assert(par_schedule_plan_is(pr, f1b1, 2, 2, 1) && !par_schedule_plan_is(pr, f1b1, 2, 4, 1));
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0.5, &sl, NULL), 10.5, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0, NULL, NULL), 9, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0.5, NULL, NULL), 10, 1e-12);
+	par_schedule_plan_free(pr);
 	/* A slower last stage (backward 3 s): stage 1 F0 1-2, B0 2-5, F1 5-6,
 	 * B1 6-9; stage 0 B0 5-7, B1 9-11. */
 	const double slow[] = { 2, 3 };
