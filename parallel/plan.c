@@ -613,6 +613,32 @@ static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t 
 	return t;
 }
 
+/* One op's kernel, as kernels_s times it (attention under context
+ * parallelism as cp.c runs it). */
+static double op_kernel_s(const struct par_planner *p, const struct par_op *o,
+			  const struct par_training *local, uint32_t tp, uint32_t cp)
+{
+	return o->cls == PAR_OP_ATTENTION && cp > 1
+		       ? cp_attention_s(p, o, local, tp, cp, o->part != PAR_PART_FWD)
+		       : par_compute_time_s(p->cm, o);
+}
+
+/* Its tensor-parallel collectives, as tp_comm_s costs them, added to *acc
+ * one by one. */
+static void op_tp_add(struct par_planner *p, const struct par_op *o, enum par_phase ph,
+		      const struct par_training *local, uint32_t tp, int sp, double *acc)
+{
+	if (tp < 2)
+		return;
+	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
+	double tokens = (double)local->seq * local->micro_batch;
+	enum sim_coll_op cop[8];
+	double bytes[8];
+	unsigned nc = par_tp_op_colls(o, ph, sp, tokens, p->m.hidden, cop, bytes, 8);
+	for (unsigned j = 0; j < nc; j++)
+		*acc += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
+}
+
 /*
  * A dense layer's ZeRO-3 modules and the kernels between them (struct
  * par_dps_fetch): each op's kernel and tensor-parallel collectives, as
@@ -626,8 +652,6 @@ static void zero3_modules(struct par_planner *p, const struct par_training *loca
 			  uint32_t cp, int sp, struct par_dps_fetch *f)
 {
 	struct par_op ops[64];
-	double tokens = (double)local->seq * local->micro_batch;
-	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
 	memset(f, 0, sizeof(*f));
 	for (int ph = 0; ph < 2; ph++) {
 		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
@@ -647,15 +671,8 @@ static void zero3_modules(struct par_planner *p, const struct par_training *loca
 					f->grads[k] = o->k * o->n;
 				seg[k++] = 0;
 			}
-			double t = o->cls == PAR_OP_ATTENTION && cp > 1
-					   ? cp_attention_s(p, o, local, tp, cp, o->part != PAR_PART_FWD)
-					   : par_compute_time_s(p->cm, o);
-			enum sim_coll_op cop[8];
-			double bytes[8];
-			unsigned nc = tp > 1 ? par_tp_op_colls(o, phase, sp, tokens, p->m.hidden, cop,
-							       bytes, 8) : 0;
-			for (unsigned j = 0; j < nc; j++)
-				t += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
+			double t = op_kernel_s(p, o, local, tp, cp);
+			op_tp_add(p, o, phase, local, tp, sp, &t);
 			if (k)
 				seg[k - 1] += t;
 			else
@@ -687,8 +704,6 @@ static void interference_profile(struct par_planner *p, const struct par_trainin
 				 uint32_t tp, uint32_t cp, int sp, int moe, struct shape *s)
 {
 	struct par_op ops[64];
-	double tokens = (double)local->seq * local->micro_batch;
-	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
 	for (int ph = 0; ph < 2; ph++) {
 		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
 		size_t n = par_layer_ops_sp(&p->m, local, tp, sp, phase, ops, ARRAY_SIZE(ops));
@@ -699,14 +714,8 @@ static void interference_profile(struct par_planner *p, const struct par_trainin
 			if (moe && par_kernel_is_mlp(o->kernel))
 				continue;
 			int ring = o->cls == PAR_OP_ATTENTION && cp > 1;
-			double t = ring ? cp_attention_s(p, o, local, tp, cp, o->part != PAR_PART_FWD)
-					: par_compute_time_s(p->cm, o);
-			enum sim_coll_op cop[8];
-			double bytes[8];
-			unsigned nc = tp > 1 ? par_tp_op_colls(o, phase, sp, tokens, p->m.hidden, cop,
-							       bytes, 8) : 0;
-			for (unsigned j = 0; j < nc; j++)
-				at += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
+			double t = op_kernel_s(p, o, local, tp, cp);
+			op_tp_add(p, o, phase, local, tp, sp, &at);
 			if (k < PAR_PLAN_PROFILE && !ring) {   /* losses summed */
 				s->prof_at[ph][k] = at;
 				s->prof_loss[ph][k] = (k ? s->prof_loss[ph][k - 1] : 0) +
