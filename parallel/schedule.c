@@ -14,7 +14,9 @@
  *      simulation.
  * Nothing else: the key parallel.schedule takes its names and help from
  * here (regenerate docs/scenario.md's key table with `clustersim help
- * --keys`), the builder runs the actions, the planner uses the closed forms.
+ * --keys`), the builder runs the actions, the planner uses the closed forms
+ * and runs the actions on its estimated stage costs (par_schedule_run_s,
+ * below).
  */
 #include "parallel/schedule.h"
 

@@ -8,8 +8,10 @@
  * header says how to add one). Its actions() writes a stage's sequence; the
  * step builder (builder.c, par_b_build) turns each action into the receive,
  * compute and send ops of that chunk (passes.c). The planner (plan.c) takes
- * the bubble, the pipeline phase and the activations in flight from the
- * closed forms, so the estimate and the simulated step follow one schedule.
+ * the bubble and the activations in flight from the closed forms, and the
+ * pipeline phase from the actions themselves, run on the stages' own costs
+ * (par_schedule_run_s), so the estimate and the simulated step follow one
+ * schedule.
  * The key parallel.schedule takes its names from the registry; its value is
  * the schedule's index there (struct par_layout's `schedule`).
  */
