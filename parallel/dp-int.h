@@ -40,6 +40,9 @@ void par_dpb_plan_memory(const struct par_dp_costs *c, unsigned zero, struct par
  * past the step's last backward; *busy, if not NULL, the stream's whole. */
 double par_dpb_plan_reduce(const struct par_dp_costs *c, enum sim_coll_op op, int whole,
 			   int overlap, double *busy);
+/* Chunk j's reductions `op`, bucket by bucket, its routed experts' too:
+ * their time alone on the links. */
+double par_dpb_plan_chunk_s(const struct par_dp_costs *c, enum sim_coll_op op, uint32_t j);
 /* ZeRO-1/2: the planner's exposed time of the parameter all-gathers;
  * *busy, if not NULL, their whole. */
 double par_dpb_plan_gather(const struct par_dp_costs *c, double *busy);

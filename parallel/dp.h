@@ -181,6 +181,12 @@ struct par_dp_strategy {
 	/* The time the step's communication runs, latencies included: less
 	 * what is exposed, it runs beside the compute (the interference). */
 	double (*busy_s)(const struct par_dp_costs *c);
+	/* Of that, chunk c->chunk[j]'s reduction where it runs beside the
+	 * backward, issued bucket by bucket as the chunk's last backward goes
+	 * on: its time alone on its links; 0 where it waits for the backward's
+	 * end (NULL: none runs beside it). The planner runs it beside the
+	 * pipeline's passes (struct par_sched_slow). */
+	double (*beside_s)(const struct par_dp_costs *c, uint32_t j);
 };
 
 /* ZeRO-3's granularity (dp_shard.c), for the planner's closed form too. */

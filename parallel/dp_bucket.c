@@ -359,6 +359,17 @@ double par_dpb_plan_experts(const struct par_dp_costs *c, const struct par_dp_ch
 	return x;
 }
 
+double par_dpb_plan_chunk_s(const struct par_dp_costs *c, enum sim_coll_op op, uint32_t j)
+{
+	if (j >= c->nchunks)
+		return 0;
+	const struct par_dp_chunk *k = &c->chunk[j];
+	double r = 0, end = 0;
+	for (unsigned i = 0; i < k->nbucket; i++)
+		r += k->bucket[i].n * c->coll_s(c->coll_ctx, op, k->bucket[i].bytes);
+	return r + par_dpb_plan_experts(c, k, op, &end);
+}
+
 /* Buckets of `cap` over `total` bytes, the last one the rest. */
 static double gathers_s(const struct par_dp_costs *c, double (*coll)(void *, enum sim_coll_op,
 								     double),

@@ -15,6 +15,7 @@
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
 static double busy_s(const struct par_dp_costs *c);
+static double beside_s(const struct par_dp_costs *c, uint32_t j);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_ddp = {
@@ -31,6 +32,7 @@ const struct par_dp_strategy par_dp_ddp = {
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
 	.busy_s = busy_s,
+	.beside_s = beside_s,
 };
 
 static void init(struct builder *b)
@@ -51,6 +53,11 @@ static double busy_s(const struct par_dp_costs *c)
 	double busy;
 	par_dpb_plan_reduce(c, SIM_COLL_ALLREDUCE, 0, 0, &busy);
 	return busy;
+}
+
+static double beside_s(const struct par_dp_costs *c, uint32_t j)
+{
+	return c->layout->ddp.overlap ? par_dpb_plan_chunk_s(c, SIM_COLL_ALLREDUCE, j) : 0;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

@@ -17,6 +17,7 @@
 static void init(struct builder *b);
 static double exposed_s(const struct par_dp_costs *c);
 static double busy_s(const struct par_dp_costs *c);
+static double beside_s(const struct par_dp_costs *c, uint32_t j);
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m);
 
 const struct par_dp_strategy par_dp_zero1 = {
@@ -37,6 +38,7 @@ const struct par_dp_strategy par_dp_zero1 = {
 	.exposed_s = exposed_s,
 	.plan_memory = plan_memory,
 	.busy_s = busy_s,
+	.beside_s = beside_s,
 };
 
 static void init(struct builder *b)
@@ -62,6 +64,12 @@ static double busy_s(const struct par_dp_costs *c)
 	par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, 0, &rs);
 	par_dpb_plan_gather(c, &g);
 	return rs + g;
+}
+
+static double beside_s(const struct par_dp_costs *c, uint32_t j)
+{
+	return c->layout->ddp.overlap_param_gather
+		       ? par_dpb_plan_chunk_s(c, SIM_COLL_REDUCESCATTER, j) : 0;
 }
 
 static void plan_memory(const struct par_dp_costs *c, struct par_dp_mem *m)

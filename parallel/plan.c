@@ -116,6 +116,7 @@ struct par_planner {
 	struct sched_tail *tails;
 	size_t ntails, captails;
 	struct par_dp_chunk *chunks;  /* a candidate's, with after_s */
+	double *beside;               /* its chunks' reductions beside the backward */
 	size_t capchunks;
 	double *vs_cost;              /* pipeline_run_s's virtual stages */
 	size_t capvs;
@@ -204,6 +205,7 @@ void par_planner_free(struct par_planner *p)
 	}
 	free(p->tails);
 	free(p->chunks);
+	free(p->beside);
 	free(p->vs_cost);
 	par_schedule_plan_free(p->sched_plan);
 	free(p->loads);
@@ -866,7 +868,8 @@ static double pipeline_lost_s(void *ctx, enum par_action_kind kind, uint32_t vs,
 
 static double pipeline_run_s(struct par_planner *p, const struct par_schedule_ops *sched,
 			     uint32_t pp, uint32_t mbs, uint32_t v, double f, double b,
-			     const struct shape *s, double hop, double *lost)
+			     const struct shape *s, double hop, const struct par_sched_slow *dp,
+			     double *lost)
 {
 	size_t V = (size_t)pp * v;
 	if (p->capvs < 2 * V) {
@@ -879,7 +882,10 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
 	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
 	struct lost_ctx x = { .s = s, .window = { -1, -1 } };
-	const struct par_sched_slow slow = { .lost = pipeline_lost_s, .ctx = &x };
+	struct par_sched_slow slow = { .lost = p->interference ? pipeline_lost_s : NULL,
+				       .ctx = &x };
+	if (dp)
+		slow.dp_s = dp->dp_s, slow.dp_rate = dp->dp_rate, slow.dp_hop = dp->dp_hop;
 	/* The plans go by with (p, m, v) fixed for runs of candidates: keep
 	 * the last one's actions. */
 	if (!par_schedule_plan_is(p->sched_plan, sched, pp, mbs, v)) {
@@ -887,7 +893,7 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 		p->sched_plan = par_schedule_plan_new(sched, pp, mbs, v);
 	}
 	return par_schedule_plan_run_s(p->sched_plan, fv, bv, hop,
-				       p->interference ? &slow : NULL, lost);
+				       p->interference || dp ? &slow : NULL, lost);
 }
 
 /* Of these, its routed experts': L / pp layers' share. */
@@ -1134,10 +1140,10 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	 * node boundary falls between one neighbour pair in gpn / (tp cp)). */
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
 	uint64_t span = (uint64_t)l->tp * l->cp;
-	double msg = act_bytes / (st->sp ? l->tp : 1), p2p = 0;
+	double msg = act_bytes / (st->sp ? l->tp : 1), p2p = 0, cross = 0;
 	if (l->pp > 1) {
-		double cross = p->cl.kind == TOPO_IDEAL || span >= gpn ? 1
-			       : span * l->pp <= gpn ? 0 : (double)span / gpn;
+		cross = p->cl.kind == TOPO_IDEAL || span >= gpn ? 1
+			: span * l->pp <= gpn ? 0 : (double)span / gpn;
 		p2p = 2.0 * v * (cross * hop_s(p, msg, 0) + (1 - cross) * hop_s(p, msg, 1));
 	}
 	/* The embedding on the first stage, the head and loss on the last:
@@ -1198,6 +1204,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		if (p->capchunks < v) {
 			p->capchunks = v;
 			p->chunks = xreallocarray(p->chunks, v, sizeof(*p->chunks));
+			p->beside = xreallocarray(p->beside, v, sizeof(*p->beside));
 		}
 		for (uint32_t k = 0; k < v; k++) {
 			uint32_t j = tl->order[k];
@@ -1220,6 +1227,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	/* Time: the pipeline, the exposed DP reduction (the strategy's closed
 	 * form), the optimizer on the rank's share. */
 	double phase = sched->pipeline_s(l->pp, mbs, v, &cost);
+	int beside_run = 0;   /* the run slowed the passes beside the reductions */
 	/* With a pipeline only the first stage runs the embedding and only
 	 * the last the head: the slowest stage paces the steady state, but
 	 * the fill and drain pass each stage once at its own time, so the
@@ -1238,10 +1246,31 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		 * message the mean hop, not waited for by its sender, and the
 		 * kernels that start beside a moving message slowed: the phase
 		 * as the simulator would run it on uncontended links. */
+		double hop = p2p / (2.0 * v);
+		/* The reductions that run beside the backward, chunk by chunk
+		 * on each stage's stream: the passes beside them slowed at the
+		 * backward's average loss, the messages sent meanwhile sharing
+		 * the network with them (half its bandwidth). */
+		struct par_sched_slow dp = { 0 };
+		if (D > 1 && dps->beside_s && dc.nchunks && bwd > 0) {
+			int any = 0;
+			for (uint32_t k = 0; k < dc.nchunks; k++) {
+				uint32_t j = sched_tail_of(p, sched, l->pp, mbs, v)->order[k];
+				p->beside[j] = dps->beside_s(&dc, k);
+				any |= p->beside[j] > 0;
+			}
+			if (any) {
+				dp.dp_s = p->beside;
+				dp.dp_rate = blocks ? ((1 - frac) * s->slow_bwd +
+						       frac * e->slow_bwd) / bwd : 0;
+				dp.dp_hop = hop + cross * (hop_s(p, msg, 0) - p->cl.net_lat_s);
+			}
+		}
 		double run = pipeline_run_s(p, sched, l->pp, mbs, v, per * fwd / v, per * bwd / v,
-					    s, p2p / (2.0 * v), NULL);
+					    s, hop, dp.dp_s ? &dp : NULL, NULL);
 		double closed = phase + mbs * p2p;
 		phase = isnan(run) ? closed : run;
+		beside_run = dp.dp_s && !isnan(run);
 		dc.stage_s += (phase - closed) / mbs;
 	}
 	/* Interference: the kernels beside data-parallel communication run
@@ -1257,7 +1286,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	double lose_bk = per * ((1 - frac) * s->slow_bwd + frac * e->slow_bwd);
 	int sharded = (dps->flags & PAR_DP_SHARDS_PARAMS) != 0;
 	double slow = 0, exposed = dps->exposed_s(&dc);
-	if (blocks && fb > 0) {
+	if (blocks && fb > 0 && !beside_run) {
 		double rate = sharded ? lose_fb / fb : lose_bk / bk;
 		slow = rate * fmax(0, dps->busy_s(&dc) - exposed);
 		/* per micro-batch where every one communicates */

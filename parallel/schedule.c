@@ -99,7 +99,11 @@ int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, siz
  * starts while the stage's last message out is still moving loses what
  * slow->lost says for the rest of that flight, and a message in that
  * arrives while the stage is busy costs the pass in progress what it
- * says for the time it moved beside it.
+ * says for the time it moved beside it. With slow->dp_s, each stage's
+ * data-parallel stream takes chunk c's reduction as the chunk's last
+ * backward starts, after the ones before it; the passes it runs beside
+ * lose slow->dp_rate of their shared time and the messages sent while it
+ * runs take slow->dp_hop.
  */
 /* A schedule's actions for (p, m, v) and the run's scratch. */
 struct par_sched_plan {
@@ -107,7 +111,8 @@ struct par_sched_plan {
 	uint32_t p, m, v;
 	size_t total, *first, *pos;
 	struct par_action *act;
-	double *fend, *bend, *clock, *sent;
+	uint8_t *lastb;   /* per action: its chunk's last backward on the stage */
+	double *fend, *bend, *fhop, *bhop, *clock, *sent, *dpfrom, *dpto;
 	const struct par_action **last;
 };
 
@@ -125,10 +130,28 @@ struct par_sched_plan *par_schedule_plan_new(const struct par_schedule_ops *sche
 	r->act = xmalloc((r->total ? r->total : 1) * sizeof(*r->act));
 	for (uint32_t s = 0; s < p; s++)
 		sched->actions(p, s, m, v, r->act + r->first[s]);
-	r->fend = xmalloc(2 * (cells ? cells : 1) * sizeof(double));
+	/* Walk each stage's actions back: a chunk's last backward (the
+	 * weight-gradient half of a split one) is the first one met. */
+	r->lastb = xcalloc(r->total ? r->total : 1, 1);
+	uint8_t *seen = xmalloc(v ? v : 1);
+	for (uint32_t s = 0; s < p; s++) {
+		memset(seen, 0, v);
+		for (size_t i = r->first[s + 1]; i-- > r->first[s];) {
+			const struct par_action *a = &r->act[i];
+			if ((a->kind == PAR_ACT_BACKWARD || a->kind == PAR_ACT_BACKWARD_WEIGHT) &&
+			    a->chunk < v && !seen[a->chunk])
+				seen[a->chunk] = 1, r->lastb[i] = 1;
+		}
+	}
+	free(seen);
+	r->fend = xmalloc(4 * (cells ? cells : 1) * sizeof(double));
 	r->bend = r->fend + cells;
-	r->clock = xmalloc(2 * p * sizeof(double));
+	r->fhop = r->bend + cells;
+	r->bhop = r->fhop + cells;
+	r->clock = xmalloc(4 * p * sizeof(double));
 	r->sent = r->clock + p;
+	r->dpfrom = r->sent + p;
+	r->dpto = r->dpfrom + p;
 	r->last = xmalloc(p * sizeof(*r->last));
 	return r;
 }
@@ -140,6 +163,7 @@ void par_schedule_plan_free(struct par_sched_plan *r)
 	free(r->first);
 	free(r->pos);
 	free(r->act);
+	free(r->lastb);
 	free(r->fend);
 	free(r->clock);
 	free(r->last);
@@ -161,12 +185,15 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 	const size_t *first = r->first;
 	size_t *pos = r->pos;
 	const struct par_action *act = r->act, **last = r->last;
-	double *fend = r->fend, *bend = r->bend, *clock = r->clock, *sent = r->sent;
+	double *fend = r->fend, *bend = r->bend, *fhop = r->fhop, *bhop = r->bhop;
+	double *clock = r->clock, *sent = r->sent, *dpfrom = r->dpfrom, *dpto = r->dpto;
 	for (uint32_t s = 0; s < p; s++)
-		pos[s] = first[s], clock[s] = 0, sent[s] = NAN, last[s] = NULL;
+		pos[s] = first[s], clock[s] = 0, sent[s] = NAN, last[s] = NULL,
+		dpfrom[s] = dpto[s] = 0;
 	for (size_t i = 0; i < 2 * cells; i++)
 		fend[i] = NAN;
 	int slowed = slow && slow->lost && hop > 0;
+	int reduced = slow && slow->dp_s;
 	size_t done = 0;
 	int stuck = 0;
 	while (done < total && !stuck) {
@@ -178,7 +205,7 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 				double ready, dur;
 				switch (a->kind) {
 				case PAR_ACT_FORWARD:
-					ready = vs == 0 ? 0 : fend[at - m] + hop;
+					ready = vs == 0 ? 0 : fend[at - m] + fhop[at - m];
 					dur = f[vs];
 					break;
 				case PAR_ACT_BACKWARD_WEIGHT:
@@ -186,7 +213,7 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 					dur = b[vs] / 2;
 					break;
 				default:   /* the backward, or its input-gradient half */
-					ready = vs + 1 == vs_n ? fend[at] : bend[at + m] + hop;
+					ready = vs + 1 == vs_n ? fend[at] : bend[at + m] + bhop[at + m];
 					dur = a->kind == PAR_ACT_BACKWARD ? b[vs] : b[vs] / 2;
 					break;
 				}
@@ -210,15 +237,30 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 							      (uint32_t)vs, sent[s] + hop - start);
 					dur += x, lost += x;
 				}
+				if (reduced) {
+					if (r->lastb[pos[s]]) {   /* the chunk's reduction joins the stream */
+						double d = slow->dp_s[a->chunk];
+						if (start > dpto[s])
+							dpfrom[s] = start, dpto[s] = start;
+						dpto[s] += d;
+					}
+					double beside = fmin(start + dur, dpto[s]) - fmax(start, dpfrom[s]);
+					if (beside > 0) {
+						double x = slow->dp_rate * beside;
+						dur += x, lost += x;
+					}
+				}
 				double end = start + dur;
 				int out = a->kind == PAR_ACT_FORWARD ? vs + 1 < vs_n
 					  : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs > 0;
-				sent[s] = out ? end : NAN;
+				double h = reduced && end < dpto[s] ? slow->dp_hop : hop;
+				/* the message's end as the slowing sees it: end + h */
+				sent[s] = out ? end + (h - hop) : NAN;
 				clock[s] = end, last[s] = a;
 				if (a->kind == PAR_ACT_FORWARD)
-					fend[at] = end;
+					fend[at] = end, fhop[at] = h;
 				else if (a->kind != PAR_ACT_BACKWARD_WEIGHT)
-					bend[at] = end;
+					bend[at] = end, bhop[at] = h;
 				done++, stuck = 0;
 			}
 	}

@@ -95,6 +95,13 @@ const char *par_schedule_help(unsigned i);
 struct par_sched_slow {
 	double (*lost)(void *ctx, enum par_action_kind kind, uint32_t vs, double window);
 	void *ctx;
+	/* The data-parallel reductions beside the backward (dp_s NULL: none):
+	 * chunk c's takes dp_s[c] on its stage's one stream, issued as the
+	 * chunk's last backward starts (its buckets close during it). A pass
+	 * beside it loses dp_rate of the time they share, and a message sent
+	 * while it runs moves in dp_hop seconds, not hop (they share links). */
+	const double *dp_s;
+	double dp_rate, dp_hop;
 };
 
 /*
@@ -103,7 +110,8 @@ struct par_sched_slow {
  * c p + s (stage s's chunk c) f[c p + s] and b[c p + s] seconds (a split
  * backward's halves half each), a message between neighbouring virtual
  * stages `hop` seconds that its sender does not wait for, and with `slow`
- * (NULL: none) the passes beside a moving message slowed. The step's start
+ * (NULL: none) the passes beside a moving message (or a data-parallel
+ * reduction) slowed. The step's start
  * to the first stage's last action; for equal stages without messages it
  * is pipeline_s's for stage costs v f and v b (tests/unit/test_schedule.c).
  * NAN: the actions cannot all run. *lost_s (NULL: not wanted): what the

@@ -335,6 +335,16 @@ START_TEST(run_action_by_action)
 	 * B1 6-9; stage 0 B0 5-7, B1 9-11. */
 	const double slow[] = { 2, 3 };
 	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, 0, NULL, NULL), 11, 1e-12);
+	/* The data-parallel reductions beside the backward: one micro-batch,
+	 * each stage's reduction 3 s from its last backward's start, passes
+	 * beside it losing a quarter, messages meanwhile 1.5 s. Stage 0 F0
+	 * 0-1; stage 1 F0 1.5-2.5, B0 2.5-5 (2 s beside: +0.5), its message
+	 * sent inside the reduction arrives at 6.5; stage 0 B0 6.5-9 (+0.5). */
+	const double three[] = { 3 };
+	const struct par_sched_slow red = { .dp_s = three, .dp_rate = 0.25, .dp_hop = 1.5 };
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, 0.5, NULL, NULL), 7, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, 0.5, &red, &near), 9, 1e-12);
+	ck_assert_double_eq_tol(near, 1.0, 1e-12);
 }
 END_TEST
 
