@@ -1254,8 +1254,9 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		struct par_sched_slow dp = { 0 };
 		if (D > 1 && dps->beside_s && dc.nchunks && bwd > 0) {
 			int any = 0;
+			const struct sched_tail *tl = sched_tail_of(p, sched, l->pp, mbs, v);
 			for (uint32_t k = 0; k < dc.nchunks; k++) {
-				uint32_t j = sched_tail_of(p, sched, l->pp, mbs, v)->order[k];
+				uint32_t j = tl->order[k];
 				p->beside[j] = dps->beside_s(&dc, k);
 				any |= p->beside[j] > 0;
 			}

@@ -205,7 +205,7 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 				double ready, dur;
 				switch (a->kind) {
 				case PAR_ACT_FORWARD:
-					ready = vs == 0 ? 0 : fend[at - m] + fhop[at - m];
+					ready = vs == 0 ? 0 : fend[at - m] + (reduced ? fhop[at - m] : hop);
 					dur = f[vs];
 					break;
 				case PAR_ACT_BACKWARD_WEIGHT:
@@ -213,7 +213,8 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 					dur = b[vs] / 2;
 					break;
 				default:   /* the backward, or its input-gradient half */
-					ready = vs + 1 == vs_n ? fend[at] : bend[at + m] + bhop[at + m];
+					ready = vs + 1 == vs_n ? fend[at]
+							       : bend[at + m] + (reduced ? bhop[at + m] : hop);
 					dur = a->kind == PAR_ACT_BACKWARD ? b[vs] : b[vs] / 2;
 					break;
 				}
