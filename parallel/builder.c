@@ -165,8 +165,11 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
 						      o->bytes);
 		enum sim_phase lp = par_b_phase(ph, o);
-		par_b_label(b, lp == SIM_PHASE_FWD && b->recomputing ? SIM_PHASE_RECOMPUTE : lp, 1,
-			    o->name);
+		if (lp == SIM_PHASE_FWD && b->recomputing)
+			lp = SIM_PHASE_RECOMPUTE;
+		else if (lp == SIM_PHASE_BWD && b->weight_pass)
+			lp = SIM_PHASE_WEIGHT;
+		par_b_label(b, lp, 1, o->name);
 		par_b_take_waits(b);
 		if (b->layer >= 0 && b->dp->kernel_end)  /* may free at the op's end */
 			b->dp->kernel_end(b, o, ph);

@@ -97,7 +97,9 @@ struct par_dp_costs {
 	uint32_t micro_batches;          /* per replica                             */
 	double allreduce_s;              /* the all-reduce of the rank's gradients
 					  * over dp (its collective's closed form)  */
-	double backward_s;               /* one micro-batch's backward of the stage */
+	double backward_s;               /* one micro-batch's backward of the stage
+					  * (of a split one, its weight pass: the
+					  * one that completes the gradients)      */
 	double gather_calls;             /* ZeRO-3: all-gathers of a micro-batch    */
 	double gather_passes;            /* ZeRO-3/FSDP: gathers of all parameters
 					  * per micro-batch: 2 (forward, backward),

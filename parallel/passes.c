@@ -12,12 +12,14 @@
  * backward-input pass (the recomputed forward and every kernel but the
  * weight gradients: the dX chain, which sends the gradient on) and later a
  * backward-weight pass (the weight-gradient GEMMs, model.c's dW passes,
- * and the embedding's gradient). The layer's activations stay
- * until its weight pass: model.c does not say which of them the dW GEMMs
- * read, so the split holds all of them (an upper bound). Not modelled with
- * a split, and refused by BUG: MoE layers (the experts' block is one unit)
- * and strategies that shard parameters (their hooks gather and free around
- * one backward).
+ * and the embedding's gradient; its kernels labelled SIM_PHASE_WEIGHT).
+ * The layer's activations stay until its weight pass: model.c does not say
+ * which of them the dW GEMMs read, so the split holds all of them (an upper
+ * bound); the fp32 logits go with the head's input-gradient pass (the
+ * loss's gradient reads them). Not modelled with a split: MoE layers (the
+ * experts' block is one unit) and strategies that shard parameters (their
+ * hooks gather and free around one backward): par_step_derive refuses
+ * them for a splitting schedule (step.c), and BUG here.
  */
 #include "parallel/train-int.h"
 #include "parallel/schedule.h"
@@ -183,11 +185,14 @@ static void pass_backward(struct builder *b, enum part part, int last_action)
 		    b->dp->name);
 	if (part != PART_WEIGHT && vs < V - 1)
 		par_b_wait(b, p2p(b, 0, 0, next_stage(b), NO_OP));
+	b->weight_pass = part == PART_WEIGHT;
 	if (vs == V - 1) {
 		if (part != PART_WEIGHT)
 			hook_begin(b, -1, PAR_BWD);
 		emit_part(b, "head", par_b_fetch(b, par_head_ops, PAR_BWD), part);
-		if (part != PART_INPUT)
+		/* The loss's gradient reads the logits: they go with the
+		 * input-gradient pass, not with the weight gradients. */
+		if (part != PART_WEIGHT)
 			sim_program_mem(b->prog, PAR_MEM_LOGITS,
 					-par_logits_bytes(t->model, &b->local, b->tp));
 	}
@@ -202,6 +207,7 @@ static void pass_backward(struct builder *b, enum part part, int last_action)
 	} else if (part != PART_WEIGHT) {
 		p2p(b, 1, 0, prev_stage(b), b->last_compute);
 	}
+	b->weight_pass = 0;
 	/* The pipeline phase of this stage ends with its last backward kernel. */
 	if (last_action)
 		sim_program_flags(b->prog, SIM_OP_MARK);

@@ -44,6 +44,7 @@ struct shape {
 				   * routed tokens over the even share      */
 	uint8_t moe_recomputed;   /* its experts rerun in the backward      */
 	double fwd, bwd;          /* seconds of kernels                     */
+	double wgt;               /* of bwd, the weight-gradient GEMMs'      */
 	double tp_fwd, tp_bwd;    /* of tensor-parallel collectives          */
 	double slow_fwd, slow_bwd;  /* what the kernels lose beside a kernel
 				   * of `blocks` CUDA blocks (interference) */
@@ -96,9 +97,9 @@ struct sched_tail {
 	const struct par_schedule_ops *sched;
 	uint32_t pp, m, vpp;
 	uint32_t *order;              /* [vpp]: the chunk whose last backward is k-th */
-	double *fwd, *bwd;            /* [vpp] by chunk: forward and backward passes
-				       * of a chunk after it (a split pass counts
-				       * half)                                  */
+	double *fwd, *bwd, *inp, *wgt;  /* [vpp] by chunk: forward, backward, and a
+				       * split backward's input and weight passes
+				       * of a chunk after it                    */
 };
 
 struct par_planner {
@@ -202,6 +203,8 @@ void par_planner_free(struct par_planner *p)
 		free(p->tails[i].order);
 		free(p->tails[i].fwd);
 		free(p->tails[i].bwd);
+		free(p->tails[i].inp);
+		free(p->tails[i].wgt);
 	}
 	free(p->tails);
 	free(p->chunks);
@@ -762,6 +765,10 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		(s.moe_recomputed ? efwd : 0);
 	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
 	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
+	for (size_t i = 0; i < n; i++)   /* what a split backward's weight pass runs */
+		if (ops[i].part == PAR_PART_DW && !ops[i].recompute &&
+		    !(moe && par_kernel_is_mlp(ops[i].kernel)))
+			s.wgt += par_compute_time_s(p->cm, &ops[i]);
 	double ge = par_grad_bytes(p->tr.precision, p->base.ddp.fp32_grads);
 	if (moe) {   /* the MoE block's backward: shared experts, experts, router */
 		struct par_op eo[16];
@@ -867,18 +874,18 @@ static double pipeline_lost_s(void *ctx, enum par_action_kind kind, uint32_t vs,
 }
 
 static double pipeline_run_s(struct par_planner *p, const struct par_schedule_ops *sched,
-			     uint32_t pp, uint32_t mbs, uint32_t v, double f, double b,
+			     uint32_t pp, uint32_t mbs, uint32_t v, double f, double b, double w,
 			     const struct shape *s, double hop, const struct par_sched_slow *dp,
 			     double *lost)
 {
 	size_t V = (size_t)pp * v;
-	if (p->capvs < 2 * V) {
-		p->capvs = 2 * V;
+	if (p->capvs < 3 * V) {
+		p->capvs = 3 * V;
 		p->vs_cost = xreallocarray(p->vs_cost, p->capvs, sizeof(double));
 	}
-	double *fv = p->vs_cost, *bv = fv + V;
+	double *fv = p->vs_cost, *bv = fv + V, *wv = bv + V;
 	for (size_t i = 0; i < V; i++)
-		fv[i] = f, bv[i] = b;
+		fv[i] = f, bv[i] = b, wv[i] = w;
 	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
 	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
 	struct lost_ctx x = { .s = s, .window = { -1, -1 } };
@@ -892,7 +899,7 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 		par_schedule_plan_free(p->sched_plan);
 		p->sched_plan = par_schedule_plan_new(sched, pp, mbs, v);
 	}
-	return par_schedule_plan_run_s(p->sched_plan, fv, bv, hop,
+	return par_schedule_plan_run_s(p->sched_plan, fv, bv, wv, hop,
 				       p->interference || dp ? &slow : NULL, lost);
 }
 
@@ -1050,10 +1057,12 @@ static const struct sched_tail *sched_tail_of(struct par_planner *p,
 	struct sched_tail t = { .sched = sched, .pp = pp, .m = m, .vpp = vpp,
 				.order = xcalloc(vpp, sizeof(uint32_t)),
 				.fwd = xcalloc(vpp, sizeof(double)),
-				.bwd = xcalloc(vpp, sizeof(double)) };
+				.bwd = xcalloc(vpp, sizeof(double)),
+				.inp = xcalloc(vpp, sizeof(double)),
+				.wgt = xcalloc(vpp, sizeof(double)) };
 	/* Walk back: a chunk's last backward is the first one met. */
 	uint8_t *seen = xcalloc(vpp, 1);
-	double f = 0, b = 0;
+	double f = 0, b = 0, in = 0, w = 0;
 	uint32_t k = vpp;
 	for (size_t i = n; i-- > 0;) {
 		const struct par_action *x = &a[i];
@@ -1062,11 +1071,16 @@ static const struct sched_tail *sched_tail_of(struct par_planner *p,
 			seen[x->chunk] = 1;
 			t.order[--k] = x->chunk;
 			t.fwd[x->chunk] = f, t.bwd[x->chunk] = b;
+			t.inp[x->chunk] = in, t.wgt[x->chunk] = w;
 		}
 		if (x->kind == PAR_ACT_FORWARD)
 			f += 1;
+		else if (x->kind == PAR_ACT_BACKWARD)
+			b += 1;
+		else if (x->kind == PAR_ACT_BACKWARD_INPUT)
+			in += 1;
 		else
-			b += x->kind == PAR_ACT_BACKWARD ? 1 : 0.5;
+			w += 1;
 	}
 	for (uint32_t c = 0; k > 0 && c < vpp; c++)   /* a chunk with no backward */
 		if (!seen[c])
@@ -1153,6 +1167,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	double stage = per * (fwd + bwd) + edges;
 	const struct par_schedule_ops *sched = st->schedule;
 	struct par_stage_cost cost = stage_cost(stage, per * bwd + edges * 2 / 3);
+	cost.wgt_s = per * ((1 - frac) * s->wgt + frac * e->wgt);   /* a split backward's W */
 	stage += p2p;
 
 	/* Memory: the model states (the strategy's closed form), the first
@@ -1170,7 +1185,9 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	struct par_dp_costs dc = {
 		.layout = l, .params = params, .dp = D, .precision = p->tr.precision,
 		.optimizer = p->tr.optimizer, .micro_batches = mbs,
-		.allreduce_s = allreduce, .backward_s = per * bwd, .stage_s = stage,
+		.allreduce_s = allreduce, .stage_s = stage,
+		/* the pass that completes the gradients: a split one's weight pass */
+		.backward_s = sched->splits ? cost.wgt_s : per * bwd,
 		.gather_calls = s->zero3_calls,
 		.gather_passes = c->recompute == PAR_RECOMPUTE_FULL ? 3 : 2,
 		.call_s = coll_s(p, SIM_COLL_ALLGATHER, 0, PROBE_DP, l),
@@ -1209,7 +1226,9 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 		for (uint32_t k = 0; k < v; k++) {
 			uint32_t j = tl->order[k];
 			p->chunks[k] = g[j];
-			p->chunks[k].after_s = (tl->fwd[j] * cost.fwd_s + tl->bwd[j] * cost.bwd_s) / v;
+			p->chunks[k].after_s = (tl->fwd[j] * cost.fwd_s + tl->bwd[j] * cost.bwd_s +
+						tl->inp[j] * (cost.bwd_s - cost.wgt_s) +
+						tl->wgt[j] * cost.wgt_s) / v;
 		}
 		dc.chunk = p->chunks, dc.nchunks = v;
 	}
@@ -1236,6 +1255,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	double bubble = sched->bubble_s(l->pp, mbs, v, &cost);
 	if (l->pp > 1) {
 		struct par_stage_cost plain = stage_cost(per * (fwd + bwd), per * bwd);
+		plain.wgt_s = cost.wgt_s;
 		double b = sched->bubble_s(l->pp, mbs, v, &plain) + s->embed + s->head - edges;
 		if (b < bubble)
 			phase -= bubble - b, bubble = b;
@@ -1268,7 +1288,7 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 			}
 		}
 		double run = pipeline_run_s(p, sched, l->pp, mbs, v, per * fwd / v, per * bwd / v,
-					    s, hop, dp.dp_s ? &dp : NULL, NULL);
+					    cost.wgt_s / v, s, hop, dp.dp_s ? &dp : NULL, NULL);
 		double closed = phase + mbs * p2p;
 		phase = isnan(run) ? closed : run;
 		beside_run = dp.dp_s && !isnan(run);
@@ -1429,6 +1449,14 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			l->sp = sp, l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;
+			/* A schedule that splits the backward where the layout
+			 * cannot run it (no pipeline, MoE layers, sharded
+			 * parameters, fewer micro-batches than stages): 1F1B. */
+			if (par_schedule(l->schedule)->splits &&
+			    (l->pp < 2 || p->m.moe.experts ||
+			     (par_dp_of_aliases(z, false)->flags & PAR_DP_SHARDS_PARAMS) ||
+			     p->tr.global_batch / dp / mbs[mi] < l->pp))
+				l->schedule = f1b1;
 			fn(ctx, &k);
 		}
 	}

@@ -31,6 +31,7 @@
 	S(par_sched_gpipe) \
 	S(par_sched_interleaved) \
 	S(par_sched_fthenb) \
+	S(par_sched_zbh1) \
 	/* new schedules go on the line above this one */
 
 #define S(x) extern const struct par_schedule_ops x;
@@ -177,7 +178,7 @@ int par_schedule_plan_is(const struct par_sched_plan *r, const struct par_schedu
 }
 
 double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const double *b,
-			       double hop, const struct par_sched_slow *slow, double *lost_s)
+			       const double *w, double hop, const struct par_sched_slow *slow, double *lost_s)
 {
 	uint32_t p = r->p, m = r->m, v = r->v;
 	double lost = 0;
@@ -210,12 +211,13 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 					break;
 				case PAR_ACT_BACKWARD_WEIGHT:
 					ready = bend[at];
-					dur = b[vs] / 2;
+					dur = w ? w[vs] : b[vs] / 2;
 					break;
 				default:   /* the backward, or its input-gradient half */
 					ready = vs + 1 == vs_n ? fend[at]
 							       : bend[at + m] + (reduced ? bhop[at + m] : hop);
-					dur = a->kind == PAR_ACT_BACKWARD ? b[vs] : b[vs] / 2;
+					dur = a->kind == PAR_ACT_BACKWARD ? b[vs]
+					      : w ? b[vs] - w[vs] : b[vs] / 2;
 					break;
 				}
 				if (isnan(ready))
@@ -224,11 +226,11 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 					 : a->kind != PAR_ACT_BACKWARD_WEIGHT && vs + 1 < vs_n;
 				if (slowed && in && last[s]) {
 					/* the message in moved beside the pass before */
-					double w = fmin(hop, fmax(0, clock[s] - (ready - hop)));
-					if (w > 0) {
+					double moved = fmin(hop, fmax(0, clock[s] - (ready - hop)));
+					if (moved > 0) {
 						const struct par_action *z = last[s];
 						double x = slow->lost(slow->ctx, (enum par_action_kind)z->kind,
-								      (uint32_t)((size_t)z->chunk * p + s), w);
+								      (uint32_t)((size_t)z->chunk * p + s), moved);
 						clock[s] += x, lost += x;
 					}
 				}
@@ -272,11 +274,11 @@ double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const 
 }
 
 double par_schedule_run_s(const struct par_schedule_ops *sched, uint32_t p, uint32_t m,
-			  uint32_t v, const double *f, const double *b, double hop,
+			  uint32_t v, const double *f, const double *b, const double *w, double hop,
 			  const struct par_sched_slow *slow, double *lost_s)
 {
 	struct par_sched_plan *r = par_schedule_plan_new(sched, p, m, v);
-	double t = par_schedule_plan_run_s(r, f, b, hop, slow, lost_s);
+	double t = par_schedule_plan_run_s(r, f, b, w, hop, slow, lost_s);
 	par_schedule_plan_free(r);
 	return t;
 }

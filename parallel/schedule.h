@@ -1,7 +1,7 @@
 /*
  * schedule.h - pipeline schedules: the order in which one stage runs the
  * forward and backward passes of micro-batches and model chunks, and the
- * schedule's closed forms (SPEC C22, C23).
+ * schedule's closed forms (SPEC C22, C23, C29).
  *
  * A schedule is a plug-in: one file, parallel/sched_NAME.c, exporting one
  * const struct par_schedule_ops, listed in the registry (schedule.c, whose
@@ -40,20 +40,24 @@ struct par_action {
 /*
  * The cost of one micro-batch on one pipeline stage, through all of the
  * stage's chunks, for the closed forms: its forward and its backward
- * (input and weight gradients together), messages included.
+ * (input and weight gradients together), messages included, and of the
+ * backward the weight gradients' (the schedules that split it use it).
  */
 struct par_stage_cost {
-	double fwd_s, bwd_s;
+	double fwd_s, bwd_s, wgt_s;
 };
 
 /*
  * A schedule over p stages, m micro-batches per replica and v model chunks
  * per stage (v = 1 unless interleaved); s is a stage, 0 <= s < p. Every
- * field is required.
+ * field is required but `splits`.
  */
 struct par_schedule_ops {
 	const char *name;         /* the value of parallel.schedule             */
 	const char *help;         /* one line, for the key's documentation      */
+	/* Its actions split backwards into input- and weight-gradient passes
+	 * (par_schedule_splits says what cannot run them). */
+	int splits;
 	/* Can the schedule run p, m, v? 0, or -1 with err naming the key. */
 	int (*check)(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);
 	/* How many actions stage s runs, and the actions, in order, into out
@@ -107,8 +111,9 @@ struct par_sched_slow {
 /*
  * The pipeline phase of schedule `s` run action by action rather than by
  * its closed form: p stages, the forward and backward of virtual stage
- * c p + s (stage s's chunk c) f[c p + s] and b[c p + s] seconds (a split
- * backward's halves half each), a message between neighbouring virtual
+ * c p + s (stage s's chunk c) f[c p + s] and b[c p + s] seconds (of a
+ * split backward w[c p + s] the weight-gradient pass, the rest the input's;
+ * w NULL: half each), a message between neighbouring virtual
  * stages `hop` seconds that its sender does not wait for, and with `slow`
  * (NULL: none) the passes beside a moving message (or a data-parallel
  * reduction) slowed. The step's start
@@ -118,7 +123,7 @@ struct par_sched_slow {
  * slowing added, summed over the stages.
  */
 double par_schedule_run_s(const struct par_schedule_ops *s, uint32_t p, uint32_t m,
-			  uint32_t v, const double *f, const double *b, double hop,
+			  uint32_t v, const double *f, const double *b, const double *w, double hop,
 			  const struct par_sched_slow *slow, double *lost_s);
 
 /* The same in two steps, for many runs of one (p, m, v): the actions made
@@ -131,7 +136,7 @@ void par_schedule_plan_free(struct par_sched_plan *r);
 int par_schedule_plan_is(const struct par_sched_plan *r, const struct par_schedule_ops *s,
 			 uint32_t p, uint32_t m, uint32_t v);
 double par_schedule_plan_run_s(struct par_sched_plan *r, const double *f, const double *b,
-			       double hop, const struct par_sched_slow *slow, double *lost_s);
+			       const double *w, double hop, const struct par_sched_slow *slow, double *lost_s);
 
 /* For the schedules' check: one chunk per stage (parallel.vpp 1). */
 int par_sched_check_one_chunk(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);

@@ -88,8 +88,23 @@ static int check_pipeline(const struct par_model *model, const struct par_layout
 	for (uint32_t vs = 0; vs < p->pp * v; vs++)
 		if (par_stage_layers(p, model->layers, vs, &first, &count, err, errlen) < 0)
 			return -1;
-	if (par_schedule(p->schedule)->check(p->pp, m, v, err, errlen) < 0)
+	const struct par_schedule_ops *sched = par_schedule(p->schedule);
+	if (sched->check(p->pp, m, v, err, errlen) < 0)
 		return -1;
+	/* A split backward runs a layer's dX and dW apart (passes.c): not
+	 * modelled for an MoE block, run as one unit, nor for the strategies
+	 * that gather parameters around one backward. */
+	if (sched->splits && model->moe.experts)
+		return sim_errf(err, errlen, "parallel.schedule: %s splits each backward into its "
+				"input and weight gradients, which is not modelled for mixture-of-"
+				"experts layers (model.moe.experts %u): use 1f1b or interleaved",
+				sched->name, model->moe.experts);
+	const struct par_dp_strategy *dps = par_dp_strategy_of(p);
+	if (sched->splits && dps && (dps->flags & PAR_DP_SHARDS_PARAMS))
+		return sim_errf(err, errlen, "parallel.schedule: %s splits each backward into its "
+				"input and weight gradients, which is not modelled for %s (it "
+				"gathers the parameters around one backward): use ddp, zero1 or "
+				"zero2, or parallel.schedule 1f1b", sched->name, dps->title);
 	return par_dp_check_layout(p, err, errlen);  /* what the strategy cannot run */
 }
 

@@ -66,6 +66,8 @@ struct builder {
 	enum sim_phase sub_phase;    /* the phase of the kernel cp.c or
 				      * moe_step.c builds in place of the
 				      * model's (its label)                */
+	int weight_pass;             /* building a split backward's weight pass
+				      * (its kernels labelled SIM_PHASE_WEIGHT) */
 	int recomputing;             /* moe_step.c's experts of a recomputed
 				      * forward are being appended         */
 	int reduce;                  /* this micro-batch reduces gradients */

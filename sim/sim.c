@@ -874,6 +874,7 @@ const char *sim_phase_name(enum sim_phase p)
 {
 	static const char *const names[SIM_PHASE_N] = {
 		[SIM_PHASE_FWD] = "fwd", [SIM_PHASE_BWD] = "bwd", [SIM_PHASE_RECOMPUTE] = "recompute",
+		[SIM_PHASE_WEIGHT] = "wgt",
 	};
 	return (unsigned)p < SIM_PHASE_N ? names[p] : NULL;
 }

@@ -223,9 +223,10 @@ enum sim_phase {
 	SIM_PHASE_FWD,        /* a forward pass                                */
 	SIM_PHASE_BWD,        /* a backward pass                               */
 	SIM_PHASE_RECOMPUTE,  /* a forward recomputed in the backward          */
+	SIM_PHASE_WEIGHT,     /* a split backward's weight-gradient pass       */
 	SIM_PHASE_N
 };
-/* "fwd", "bwd", "recompute"; NULL for none. */
+/* "fwd", "bwd", "recompute", "wgt"; NULL for none. */
 const char *sim_phase_name(enum sim_phase p);
 
 /*

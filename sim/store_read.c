@@ -191,6 +191,24 @@ void sim_store_run_row_free(struct sim_store_run_row *row)
 	*row = (struct sim_store_run_row){ 0 };
 }
 
+static int has_label_columns(struct sim_store_read *r);
+
+int sim_store_read_has_phase(struct sim_store_read *r, int64_t run, enum sim_phase ph)
+{
+	const char *name = sim_phase_name(ph);
+	if (!name || !has_label_columns(r))
+		return 0;
+	sqlite3_stmt *q = prepare(r, "SELECT EXISTS (SELECT 1 FROM op_defs WHERE run_id = ?1 "
+				     "AND phase = ?2)");
+	if (!q)
+		return r->kind;
+	sqlite3_bind_int64(q, 1, run);
+	sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q), yes = rc == SQLITE_ROW && sqlite3_column_int(q, 0);
+	int out = finish(r, q, rc);
+	return out == SIM_STORE_READ_OK ? yes : out;
+}
+
 int sim_store_read_extent(struct sim_store_read *r, int64_t run, int *nranks, int64_t *end_ps)
 {
 	sqlite3_stmt *q = prepare(r, "SELECT ranks, coalesce(sim_end_ps, (SELECT max(end_ps) "

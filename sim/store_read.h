@@ -68,6 +68,9 @@ struct sim_store_run_row {
 int sim_store_read_run(struct sim_store_read *r, int64_t run, struct sim_store_run_row *row);
 void sim_store_run_row_free(struct sim_store_run_row *row);
 
+/* Whether run labelled any op with phase ph: 1, 0, or an error (< 0). */
+int sim_store_read_has_phase(struct sim_store_read *r, int64_t run, enum sim_phase ph);
+
 /* The run's rank count and end: sim_end_ps, else its last op's end, else 0.
  * OK, 1 when there is no such run, or an error. */
 int sim_store_read_extent(struct sim_store_read *r, int64_t run, int *nranks, int64_t *end_ps);

@@ -44,7 +44,7 @@ enum {
 };
 
 /* Phases, the colour classes of boxes, in legend order. */
-enum phase { PH_FWD, PH_BWD, PH_RE, PH_COMM, PH_OTHER, PH_N };
+enum phase { PH_FWD, PH_BWD, PH_RE, PH_COMM, PH_OTHER, PH_WGT, PH_N };
 
 static const struct {
 	const char *css;      /* class of the box                        */
@@ -57,6 +57,10 @@ static const struct {
 	[PH_RE] = { .css = "r", .fill = "#6baed6", .label = "recompute" },
 	[PH_COMM] = { .css = "m", .fill = "#41b6c4", .label = "communication" },
 	[PH_OTHER] = { .css = "o", .fill = "#bdbdbd", .label = "optimizer / other compute" },
+	/* a split backward's weight pass (zero-bubble schedules): in the
+	 * legend only where the run has one */
+	[PH_WGT] = { .css = "w", .fill = "#08519c", .label = "backward: weight gradients",
+		     .light_text = 1 },
 };
 #define IDLE_FILL "#e9d8f5"
 
@@ -110,6 +114,7 @@ struct gantt {
 	size_t nrows;
 	int height;
 	size_t boxes;
+	int weight_pass;              /* the run has split backwards  */
 };
 
 /* ---- rank lists ------------------------------------------------------------------ */
@@ -193,6 +198,7 @@ static struct opkey op_key(const struct sim_store_op *op)
 	static const enum phase by_phase[SIM_PHASE_N] = {
 		[SIM_PHASE_NONE] = PH_OTHER, [SIM_PHASE_FWD] = PH_FWD,
 		[SIM_PHASE_BWD] = PH_BWD, [SIM_PHASE_RECOMPUTE] = PH_RE,
+		[SIM_PHASE_WEIGHT] = PH_WGT,
 	};
 	int compute = op->kind && !strcmp(op->kind, "compute");
 	return (struct opkey){
@@ -485,6 +491,8 @@ static void write_head(struct gantt *g)
 	fputs("</text>\n", f);
 	int x = 16;
 	for (int p = 0; p <= PH_N; p++) {  /* the phases, then idle */
+		if (p == PH_WGT && !g->weight_pass)
+			continue;
 		const char *css = p < PH_N ? phases[p].css : "id";
 		const char *label = p < PH_N ? phases[p].label : "idle (compute stream)";
 		fprintf(f, "<rect class=\"%s\" x=\"%d\" y=\"58\" width=\"22\" height=\"12\"/>"
@@ -761,6 +769,12 @@ int gantt_write(struct sim_store_read *db, int64_t run, const struct gantt_opts 
 			       "%s to %s (see --record of clustersim run)", (long long)run,
 			       fmt_time(&g.ax, (double)g.from_ps, 2, a, sizeof(a)),
 			       fmt_time(&g.ax, (double)g.to_ps, 2, b, sizeof(b)));
+	if (rc == GANTT_OK) {
+		int w = sim_store_read_has_phase(db, run, SIM_PHASE_WEIGHT);
+		if (w < 0)
+			rc = db_fail(&g);
+		g.weight_pass = w > 0;
+	}
 	if (rc == GANTT_OK) {
 		layout(&g);
 		rc = write_chart(&g);

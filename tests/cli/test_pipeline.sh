@@ -53,4 +53,34 @@ awk "BEGIN { d = ($a - $f) / $f; exit !(d < 0.01 && d > -0.01) }" &&
 [ $? = 2 ] && grep -q "not with ZeRO-3" "$T/e" && ok "ZeRO-3 with a pipeline refused" ||
 	bad "ZeRO-3 with PP: $(cat "$T/e")"
 
+# ZB-H1: the weight passes in the drain shrink the bubble, at the same peak
+# activations on the first stage; its Gantt has the weight passes' legend.
+ZB="--set parallel.pp=4 --set parallel.dp=2 --set training.global_batch=16 --fidelity analytic"
+"$CS" run "$SRC/scenarios/llama3-70b-tp8-pp8.yaml" $ZB --json > "$T/f1.json" 2> "$T/e" &&
+"$CS" run "$SRC/scenarios/llama3-70b-tp8-pp8.yaml" $ZB --set parallel.schedule=zb-h1 \
+	--json --db "$T/zb.db" > "$T/zb.json" 2> "$T/e" && ok "zb-h1 runs" || bad "zb-h1: $(cat "$T/e")"
+b1=$(field "$T/f1.json" bubble_s); bz=$(field "$T/zb.json" bubble_s)
+awk "BEGIN { exit !($bz < 0.75 * $b1) }" && ok "zb-h1 bubble $bz s against 1f1b $b1 s" ||
+	bad "zb-h1 bubble $bz s against 1f1b $b1 s"
+"$CS" export "$T/zb.db" --svg "$T/zb.svg" --ranks 0,24 2> "$T/e" &&
+	grep -q "backward: weight gradients" "$T/zb.svg" && ok "zb-h1 Gantt shows the W passes" ||
+	bad "zb-h1 Gantt: $(cat "$T/e")"
+[ "$(sqlite3 "$T/zb.db" "SELECT count(*) FROM op_defs WHERE phase = 'wgt'")" -gt 0 ] &&
+	ok "W kernels stored with phase wgt" || bad "no phase wgt in the store"
+"$CS" run "$SRC/scenarios/llama3-70b-tp8-pp8.yaml" $ZB --db "$T/f1.db" > /dev/null 2>&1 &&
+	"$CS" export "$T/f1.db" --svg "$T/f1.svg" --ranks 0 2> "$T/e" &&
+	! grep -q "weight gradients" "$T/f1.svg" && ok "1f1b Gantt without the W legend" ||
+	bad "1f1b Gantt: $(cat "$T/e")"
+"$CS" run "$SRC/scenarios/llama3-70b-tp8-pp8.yaml" --set parallel.schedule=zb-h1 \
+	--set training.global_batch=4 > /dev/null 2> "$T/e"
+[ $? = 2 ] && grep -q "zb-h1 needs at least as many micro-batches" "$T/e" &&
+	ok "zb-h1 with m < p refused" || bad "zb-h1 with 4 micro-batches: $(cat "$T/e")"
+"$CS" run "$SRC/scenarios/mixtral-8x7b.yaml" --set parallel.schedule=zb-h1 > /dev/null 2> "$T/e"
+[ $? = 2 ] && grep -q "not modelled for mixture-of-experts" "$T/e" &&
+	ok "zb-h1 with MoE refused" || bad "zb-h1 with MoE: $(cat "$T/e")"
+"$CS" run "$SRC/scenarios/zero-fsdp-compare.yaml" --set parallel.schedule=zb-h1 \
+	--set parallel.zero=3 > /dev/null 2> "$T/e"
+[ $? = 2 ] && grep -q "not modelled for ZeRO-3" "$T/e" &&
+	ok "zb-h1 with ZeRO-3 refused" || bad "zb-h1 with ZeRO-3: $(cat "$T/e")"
+
 finish

@@ -1,8 +1,9 @@
 /*
- * test_pipeline_spec.c - SPEC C20-C24 pinned by number: Megatron tensor
- * parallelism's collectives and their cost against compute, the pipeline
- * bubble of GPipe, 1F1B and interleaved 1F1B, activations in flight, and
- * the [TP, CP, PP, DP] layout.
+ * test_pipeline_spec.c - SPEC C20-C24 and C29 pinned by number: Megatron
+ * tensor parallelism's collectives and their cost against compute, the
+ * pipeline bubble of GPipe, 1F1B and interleaved 1F1B, activations in
+ * flight, the [TP, CP, PP, DP] layout, and the bubbles of the schedules
+ * that split the backward (ZB-H1).
  */
 #include <check.h>
 #include <math.h>
@@ -37,7 +38,16 @@ struct seen {
 	struct { char name[96]; double bytes, s; int coll; } coll[512];
 	double gemm_fwd_s;            /* forward GEMMs of layer 0, rank `who` */
 	double act_max[64];           /* activations at their highest, per rank */
+	/* Per rank, micro-batch 0's kernels: forward, backward, and of the
+	 * backward the weight gradients (dW GEMMs, the embedding's). */
+	double mb0_fwd[64], mb0_bwd[64], mb0_wgt[64];
 };
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && strcmp(s + n - k, tail) == 0;
+}
 
 static int is_gemm(const char *kernel)
 {
@@ -64,6 +74,23 @@ static void see_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, 
 		w->gemm_fwd_s += sim_ps_to_s(e - s);
 }
 
+/* Micro-batch 0's kernels on every rank (the names say layer or part, mb
+ * and phase: "L3.mb0.bwd.qkv_dw", "embed.mb0.bwd.embedding"). */
+static void see_passes(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
+{
+	struct seen *w = ctx;
+	if (op->kind != SIM_OP_COMPUTE || rank >= 64 || !strstr(op->name, ".mb0."))
+		return;
+	double t = sim_ps_to_s(e - s);
+	if (strstr(op->name, ".fwd."))
+		w->mb0_fwd[rank] += t;
+	else if (strstr(op->name, ".bwd.")) {
+		w->mb0_bwd[rank] += t;
+		if (ends_with(op->name, "_dw") || strncmp(op->name, "embed.", 6) == 0)
+			w->mb0_wgt[rank] += t;
+	}
+}
+
 static void see_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
 {
 	struct seen *w = ctx;
@@ -73,6 +100,9 @@ static void see_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double byt
 }
 
 static const struct sim_recorder_ops see_ops = { .op_done = see_op, .mem = see_mem };
+static const struct sim_recorder_ops pass_ops = { .op_done = see_passes, .mem = see_mem };
+static const struct sim_recorder_ops *recorder = &see_ops;
+static enum sim_fidelity fidelity = SIM_FIDELITY_FLOW;
 
 static char scenario_path[256];
 
@@ -102,10 +132,11 @@ static void run(const char *const *sets, size_t n, uint32_t who, struct par_repo
 	w->who = who;
 	struct par_train t = {
 		.model = &s.model, .training = &s.training, .layout = &s.parallel, .compute = cm,
-		.cluster = &s.cluster, .steps = 1, .rec = &see_ops, .rec_ctx = w,
+		.cluster = &s.cluster, .steps = 1, .rec = recorder, .rec_ctx = w,
 	};
 	sim_config_init(&t.sim);
 	t.sim.algos = coll_algos;
+	t.sim.fidelity = fidelity;
 	ck_assert_msg(par_train_run(&t, r, err, sizeof(err)) == 0, "%s", err);
 	par_compute_model_free(cm);
 	if (out)
@@ -274,13 +305,87 @@ START_TEST(c24_layout)
 }
 END_TEST
 
+/*
+ * C29: the bubble of a schedule that splits the backward. By SPEC's numbers
+ * (p 8, F 1 ms, B 2 ms, W 1 ms): 1F1B 21 ms, ZB-H1 7 ms, from the closed
+ * forms and from the actions run. Simulated on the ideal cluster in both
+ * fidelities (p 8, m 32, 64 layers of h 16384): each stage's bubble is
+ * what the schedule's actions give on the simulated stage times (the
+ * embedding on the first stage and the head on the last make them a
+ * little unequal), the two fidelities agree, the closed form on a middle
+ * stage's F, B, W is within the edges' share, and ZB-H1 holds p
+ * micro-batches' activations on every stage.
+ */
+static void c29_run(const char *schedule, enum sim_fidelity f, struct par_report *r,
+		    struct seen *w, double *per_mb)
+{
+	const char *sets[] = { "parallel.pp=8", "parallel.dp=1", "model.layers=64",
+			       "model.hidden=16384", "model.heads=128", schedule };
+	struct scn s;
+	fidelity = f, recorder = &pass_ops;
+	run(sets, 6, 0, r, w, &s);
+	fidelity = SIM_FIDELITY_FLOW, recorder = &see_ops;
+	*per_mb = 8 * par_layer_activation_bytes(&s.model, &s.training, 1, false);
+}
+
+START_TEST(c29_split_backward)
+{
+	const struct par_schedule_ops *f1b1 = par_schedule((unsigned)par_schedule_find("1f1b"));
+	const struct par_schedule_ops *zb = par_schedule((unsigned)par_schedule_find("zb-h1"));
+	const struct par_stage_cost spec = { .fwd_s = 1e-3, .bwd_s = 2e-3, .wgt_s = 1e-3 };
+	ck_assert_double_eq_tol(f1b1->bubble_s(8, 32, 1, &spec), 21e-3, 1e-15);
+	ck_assert_double_eq_tol(zb->bubble_s(8, 32, 1, &spec), 7e-3, 1e-15);
+	double one[8], two[8];
+	for (int i = 0; i < 8; i++)
+		one[i] = 1e-3, two[i] = 2e-3;
+	ck_assert_double_eq_tol(par_schedule_run_s(zb, 8, 32, 1, one, two, one, 0, NULL, NULL) -
+					32 * 3e-3, 7e-3, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 8, 32, 1, one, two, one, 0, NULL, NULL) -
+					32 * 3e-3, 21e-3, 1e-12);
+	const char *names[] = { "parallel.schedule=1f1b", "parallel.schedule=zb-h1" };
+	const struct par_schedule_ops *ops[] = { f1b1, zb };
+	for (int k = 0; k < 2; k++) {
+		double got[2];
+		for (int fi = 0; fi < 2; fi++) {
+			enum sim_fidelity f = fi ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
+			struct par_report r;
+			static struct seen w;
+			double per_mb;
+			c29_run(names[k], f, &r, &w, &per_mb);
+			ck_assert_uint_eq(r.critical_rank, 0);
+			double fs[8], bs[8], ws[8];
+			for (int i = 0; i < 8; i++)
+				fs[i] = w.mb0_fwd[i], bs[i] = w.mb0_bwd[i], ws[i] = w.mb0_wgt[i];
+			double phase = par_schedule_run_s(ops[k], 8, 32, 1, fs, bs, ws, 0, NULL, NULL);
+			double want = phase - 32 * (fs[0] + bs[0]);
+			got[fi] = r.breakdown.bubble_s;
+			ck_assert_msg(fabs(got[fi] / want - 1) < 1e-5,
+				      "%s %s: bubble %.9f s, the actions on the simulated stages "
+				      "%.9f s", names[k], sim_fidelity_name(f), got[fi], want);
+			struct par_stage_cost mid = { .fwd_s = fs[3], .bwd_s = bs[3], .wgt_s = ws[3] };
+			double closed = ops[k]->bubble_s(8, 32, 1, &mid);
+			ck_assert_msg(ws[3] > 0.2 * bs[3] && ws[3] < fs[3] &&
+				      fabs(got[fi] / closed - 1) < 5e-3,
+				      "%s: bubble %.6f s, closed form %.6f s (F %.6f B %.6f W %.6f)",
+				      names[k], got[fi], closed, fs[3], bs[3], ws[3]);
+			for (uint32_t i = 0; k == 1 && i < 8; i++)
+				ck_assert_msg(fabs(w.act_max[i] / per_mb - 8) < 1e-9,
+					      "ZB-H1 stage %u holds %.3f micro-batches, expected 8", i,
+					      w.act_max[i] / per_mb);
+		}
+		ck_assert_msg(fabs(got[0] / got[1] - 1) < 1e-6, "%s: flow %.9f s, analytic %.9f s",
+			      names[k], got[0], got[1]);
+	}
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
 	const struct spec_item items[] = {
 		{ "C20", c20_tp_collectives }, { "C21", c21_tp_ratio }, { "C22", c22_bubble },
-		{ "C23", c23_in_flight }, { "C24", c24_layout },
+		{ "C23", c23_in_flight }, { "C24", c24_layout }, { "C29", c29_split_backward },
 	};
-	return spec_suite_of("SPEC C20-C24 (tensor and pipeline parallelism)", items,
+	return spec_suite_of("SPEC C20-C24, C29 (tensor and pipeline parallelism)", items,
 			     ARRAY_SIZE(items), 300);
 }
 

@@ -6,7 +6,7 @@
  * the layers split over, ep dividing the experts and dp x cp, a batch that
  * splits into micro-batches), a model preset or shape that the layout fits,
  * one of DDP, ZeRO 1-3, FSDP, HSDP or optimizer offload, a pipeline
- * schedule, collective algorithms, fidelity, sim.symmetry and
+ * schedule (zb-h1 among them), collective algorithms, fidelity, sim.symmetry and
  * sim.analytic_sharing, ZeRO-3's buckets, interference, the host, variability,
  * faults, failures, several jobs, and now and then an extreme value still
  * inside its key's range (1 B/s, latencies of 1e9 s, efficiency 1e-12,
@@ -337,8 +337,10 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 	}
 	if (l->pp > 1 || one_in(in, 16)) {
 		kv(y, "parallel.pp", "%u", l->pp);
+		/* zb-h1 is refused with fewer micro-batches than stages, MoE
+		 * layers, ZeRO-3 and FSDP: exit 2, which is allowed */
 		kv(y, "parallel.schedule", "%s", l->interleaved ? "interleaved" :
-		   one_in(in, 2) ? "gpipe" : "1f1b");
+		   one_in(in, 3) ? "zb-h1" : one_in(in, 2) ? "gpipe" : "1f1b");
 		if (l->vpp > 1)
 			kv(y, "parallel.vpp", "%u", l->vpp);
 	}

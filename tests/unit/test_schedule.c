@@ -162,6 +162,7 @@ END_TEST
 
 struct seen {
 	double fwd_s, bwd_s;          /* compute of stage 1 (layers only)      */
+	double wgt_s;                 /* of bwd_s, the weight gradients (dW)    */
 	double act_max[P];            /* activations at their highest, by rank */
 	uint64_t hash;                /* of every op done: rank, name, times   */
 	uint64_t nops;
@@ -187,8 +188,12 @@ static void see_op(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, 
 		return;
 	if (strstr(op->name, ".fwd."))
 		w->fwd_s += sim_ps_to_s(e - s);
-	else if (strstr(op->name, ".bwd."))
+	else if (strstr(op->name, ".bwd.")) {
 		w->bwd_s += sim_ps_to_s(e - s);
+		size_t n = strlen(op->name);
+		if (n > 3 && strcmp(op->name + n - 3, "_dw") == 0)
+			w->wgt_s += sim_ps_to_s(e - s);
+	}
 }
 
 static void see_mem(void *ctx, uint32_t rank, sim_ps t, unsigned cat, double bytes)
@@ -248,7 +253,8 @@ START_TEST(closed_forms_match_flow)
 		struct seen w;
 		double layer;
 		run(o->name, v, &r, &w, &layer);
-		struct par_stage_cost c = { .fwd_s = w.fwd_s / M, .bwd_s = w.bwd_s / M };
+		struct par_stage_cost c = { .fwd_s = w.fwd_s / M, .bwd_s = w.bwd_s / M,
+					    .wgt_s = w.wgt_s / M };
 		double bubble = o->bubble_s(P, M, v, &c), phase = o->pipeline_s(P, M, v, &c);
 		ck_assert_uint_eq(r.critical_rank, 0);
 		ck_assert_msg(fabs(r.breakdown.bubble_s / bubble - 1) < 1e-6,
@@ -298,13 +304,15 @@ START_TEST(run_action_by_action)
 			double f = 0.25, bw = 0.625, fs[24], bs[24];
 			for (unsigned j = 0; j < p * v; j++)
 				fs[j] = f, bs[j] = bw;
-			struct par_stage_cost c = { .fwd_s = v * f, .bwd_s = v * bw };
+			/* a split backward's halves half each (w NULL) */
+			struct par_stage_cost c = { .fwd_s = v * f, .bwd_s = v * bw,
+						    .wgt_s = v * bw / 2 };
 			double want = o->pipeline_s(p, m, v, &c);
-			double got = par_schedule_run_s(o, p, m, v, fs, bs, 0, NULL, NULL);
+			double got = par_schedule_run_s(o, p, m, v, fs, bs, NULL, 0, NULL, NULL);
 			ck_assert_msg(fabs(got / want - 1) < 1e-12,
 				      "%s p%u m%u v%u: %.12g s run, %.12g s closed form", o->name, p, m,
 				      v, got, want);
-			double late = par_schedule_run_s(o, p, m, v, fs, bs, 0.01, NULL, NULL);
+			double late = par_schedule_run_s(o, p, m, v, fs, bs, NULL, 0.01, NULL, NULL);
 			ck_assert_msg(late >= got && late <= got + 2.0 * m * v * p * 0.01,
 				      "%s p%u m%u v%u: %.12g s with messages, %.12g s without",
 				      o->name, p, m, v, late, got);
@@ -313,28 +321,28 @@ START_TEST(run_action_by_action)
 	const struct par_schedule_ops *f1b1 = par_schedule((unsigned)par_schedule_find("1f1b"));
 	const double one[] = { 1, 1 }, two[] = { 2, 2 };
 	double near = -1;
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, NULL, NULL), 10,
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, NULL, 0.5, NULL, NULL), 10,
 				1e-12);
 	/* A pass loses what moves beside it (lost = window): stage 0's F1
 	 * starts as its F0 message leaves, 1-2.5; stage 1 F0 1.5-2.5, B0
 	 * 2.5-4.5 with F1's message arriving beside it (+0.5), F1 5-6, B1 6-8;
 	 * stage 0 B0 5-7, B1 8.5-10.5. */
 	const struct par_sched_slow sl = { .lost = lost_window };
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0.5, &sl, &near),
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, NULL, 0.5, &sl, &near),
 				10.5, 1e-12);
 	ck_assert_double_eq_tol(near, 1.0, 1e-12);
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, 0, NULL, NULL), 9, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, two, NULL, 0, NULL, NULL), 9, 1e-12);
 	/* One plan run again with other costs gives what fresh runs give. */
 	struct par_sched_plan *pr = par_schedule_plan_new(f1b1, 2, 2, 1);
 	ck_assert(par_schedule_plan_is(pr, f1b1, 2, 2, 1) && !par_schedule_plan_is(pr, f1b1, 2, 4, 1));
-	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0.5, &sl, NULL), 10.5, 1e-12);
-	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0, NULL, NULL), 9, 1e-12);
-	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, 0.5, NULL, NULL), 10, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, NULL, 0.5, &sl, NULL), 10.5, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, NULL, 0, NULL, NULL), 9, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_plan_run_s(pr, one, two, NULL, 0.5, NULL, NULL), 10, 1e-12);
 	par_schedule_plan_free(pr);
 	/* A slower last stage (backward 3 s): stage 1 F0 1-2, B0 2-5, F1 5-6,
 	 * B1 6-9; stage 0 B0 5-7, B1 9-11. */
 	const double slow[] = { 2, 3 };
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, 0, NULL, NULL), 11, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 2, 1, one, slow, NULL, 0, NULL, NULL), 11, 1e-12);
 	/* The data-parallel reductions beside the backward: one micro-batch,
 	 * each stage's reduction 3 s from its last backward's start, passes
 	 * beside it losing a quarter, messages meanwhile 1.5 s. Stage 0 F0
@@ -342,8 +350,8 @@ START_TEST(run_action_by_action)
 	 * sent inside the reduction arrives at 6.5; stage 0 B0 6.5-9 (+0.5). */
 	const double three[] = { 3 };
 	const struct par_sched_slow red = { .dp_s = three, .dp_rate = 0.25, .dp_hop = 1.5 };
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, 0.5, NULL, NULL), 7, 1e-12);
-	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, 0.5, &red, &near), 9, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, NULL, 0.5, NULL, NULL), 7, 1e-12);
+	ck_assert_double_eq_tol(par_schedule_run_s(f1b1, 2, 1, 1, one, two, NULL, 0.5, &red, &near), 9, 1e-12);
 	ck_assert_double_eq_tol(near, 1.0, 1e-12);
 }
 END_TEST
