@@ -333,6 +333,7 @@ static const char *const key_names[PAR_PK_N] = {
 	[PAR_PK_TP] = "tp", [PAR_PK_SP] = "sp", [PAR_PK_PP] = "pp", [PAR_PK_VPP] = "vpp",
 	[PAR_PK_CP] = "cp", [PAR_PK_EP] = "ep", [PAR_PK_DP] = "dp",
 	[PAR_PK_MB] = "micro_batch", [PAR_PK_ZERO] = "zero", [PAR_PK_RECOMPUTE] = "recompute",
+	[PAR_PK_SCHEDULE] = "schedule",
 };
 static const char *const rc_names[] = { "none", "selective", "full" };
 
@@ -355,6 +356,7 @@ uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k)
 	case PAR_PK_MB: return c->micro_batch;
 	case PAR_PK_ZERO: return l->zero;
 	case PAR_PK_RECOMPUTE: return (uint32_t)c->recompute;
+	case PAR_PK_SCHEDULE: return l->schedule;
 	case PAR_PK_N: break;
 	}
 	BUG("unknown plan key %d", (int)k);
@@ -395,11 +397,15 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 			k = i;
 	if (k < 0 && !strcmp(key, "mb"))
 		k = PAR_PK_MB;
+	/* (not a key --set is refused for: it sets the schedule tried beside
+	 * ZB-H1) */
+	if (k < 0 && !strcmp(key, "parallel.schedule"))
+		k = PAR_PK_SCHEDULE;
 	if (k < 0 && strcmp(key, "parallel.strategy") && strcmp(key, "parallel.fsdp.enabled"))
 		k = par_plan_key_of_scenario(key);
 	if (k < 0)
 		return sim_errf(err, errlen, "option %s: unknown key '%s': expected tp, sp, pp, vpp, "
-				"cp, ep, dp, zero, micro_batch (mb) or recompute", opt, key);
+				"cp, ep, dp, zero, micro_batch (mb), recompute or schedule", opt, key);
 	const char *v = eq + 1;
 	*r = (struct par_plan_rule){ .key = (enum par_plan_key)k, .exclude = exclude };
 	if (k == PAR_PK_SP) {
@@ -421,6 +427,19 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 		return sim_errf(err, errlen, "option %s: %s: expected none, selective or full, got "
 				"'%s'", opt, key, v);
 	}
+	if (k == PAR_PK_SCHEDULE) {
+		int i = par_schedule_find(v);
+		if (i >= 0) {
+			r->value = (uint32_t)i;
+			return 0;
+		}
+		char names[256] = "";
+		for (unsigned j = 0; j < par_schedule_count(); j++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 j ? ", " : "", par_schedule(j)->name);
+		return sim_errf(err, errlen, "option %s: schedule: expected one of %s, got '%s'", opt,
+				names, v);
+	}
 	char *end;
 	errno = 0;
 	unsigned long long n = strtoull(v, &end, 10);
@@ -440,6 +459,9 @@ void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len)
 		snprintf(buf, len, "sp=%s", r->value ? "true" : "false");
 	else if (r->key == PAR_PK_RECOMPUTE)
 		snprintf(buf, len, "recompute=%s", r->value < 3 ? rc_names[r->value] : "?");
+	else if (r->key == PAR_PK_SCHEDULE)
+		snprintf(buf, len, "schedule=%s", r->value < par_schedule_count()
+						  ? par_schedule(r->value)->name : "?");
 	else
 		snprintf(buf, len, "%s=%u", par_plan_key_name(r->key), r->value);
 }
@@ -449,6 +471,7 @@ const char *par_plan_family_name(unsigned i)
 	static const char *const names[PAR_PLAN_NFAMILIES] = {
 		"no pipeline", "pipeline", "interleaved pipeline", "ZeRO-3",
 		"replicated parameters", "context parallel", "expert parallel",
+		"zero-bubble pipeline",
 	};
 	return i < PAR_PLAN_NFAMILIES ? names[i] : "?";
 }
@@ -458,12 +481,13 @@ bool par_plan_in_family(unsigned i, const struct par_candidate *c)
 	const struct par_layout *l = &c->layout;
 	switch (i) {
 	case 0: return l->pp == 1;
-	case 1: return l->pp > 1 && l->vpp == 1;
+	case 1: return l->pp > 1 && l->vpp == 1 && !par_schedule(l->schedule)->splits;
 	case 2: return l->vpp > 1;
 	case 3: return l->zero == 3;
 	case 4: return l->zero < 3;
 	case 5: return l->cp > 1;
 	case 6: return l->ep > 1;
+	case 7: return l->pp > 1 && par_schedule(l->schedule)->splits;
 	default: return false;
 	}
 }
@@ -1357,6 +1381,7 @@ void par_plan_key_set(struct par_candidate *c, enum par_plan_key k, uint32_t v)
 	case PAR_PK_MB: c->micro_batch = v; break;
 	case PAR_PK_ZERO: l->zero = v; break;
 	case PAR_PK_RECOMPUTE: c->recompute = (enum par_recompute)v; break;
+	case PAR_PK_SCHEDULE: l->schedule = v; break;
 	case PAR_PK_N: BUG("unknown plan key");
 	}
 }
@@ -1413,10 +1438,13 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 	nep = p->m.moe.experts ? pow2s(p->m.moe.experts, eps, 16) : (eps[0] = 1, 1);
 	npp = divisors(p->m.layers, p->m.layers, pps, 64);
 	/* Chunks need the interleaved schedule; one chunk a stage keeps the
-	 * scenario's schedule, 1F1B for an interleaved one. */
+	 * scenario's schedule, 1F1B for an interleaved one, and is tried with
+	 * ZB-H1 too where it can split its backwards. */
 	int inter_i = par_schedule_find("interleaved"), f1b1_i = par_schedule_find("1f1b");
 	BUG_ON(inter_i < 0 || f1b1_i < 0);
-	uint32_t inter = (uint32_t)inter_i, f1b1 = (uint32_t)f1b1_i;
+	int zbh1_i = par_schedule_find("zb-h1");
+	BUG_ON(zbh1_i < 0);
+	uint32_t inter = (uint32_t)inter_i, f1b1 = (uint32_t)f1b1_i, zbh1 = (uint32_t)zbh1_i;
 	for (uint32_t a = 0; a < ntp; a++)
 	for (uint32_t b = 0; b < ncp; b++)
 	for (uint32_t d = 0; d < npp; d++) {
@@ -1452,12 +1480,17 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			/* A schedule that splits the backward where the layout
 			 * cannot run it (no pipeline, MoE layers, sharded
 			 * parameters, fewer micro-batches than stages): 1F1B. */
-			if (par_schedule(l->schedule)->splits &&
-			    (l->pp < 2 || p->m.moe.experts ||
-			     (par_dp_of_aliases(z, false)->flags & PAR_DP_SHARDS_PARAMS) ||
-			     p->tr.global_batch / dp / mbs[mi] < l->pp))
+			int can_split = l->pp > 1 && l->vpp == 1 && !p->m.moe.experts &&
+					!(par_dp_of_aliases(z, false)->flags & PAR_DP_SHARDS_PARAMS) &&
+					p->tr.global_batch / dp / mbs[mi] >= l->pp;
+			if (par_schedule(l->schedule)->splits && !can_split)
 				l->schedule = f1b1;
 			fn(ctx, &k);
+			/* and the zero-bubble schedule beside it */
+			if (can_split && !par_schedule(l->schedule)->splits) {
+				l->schedule = zbh1;
+				fn(ctx, &k);
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/schedule.h"
 #include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
@@ -34,9 +35,13 @@ void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
 {
 	static const char *const rc[] = { "none", "selective", "full" };
 	const struct par_layout *l = &c->layout;
-	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s", l->tp,
+	/* the schedule where it splits the backward (zb-h1): the others are
+	 * the scenario's, or interleaved with vpp > 1 */
+	const struct par_schedule_ops *o = l->schedule < par_schedule_count()
+						   ? par_schedule(l->schedule) : NULL;
+	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s%s%s", l->tp,
 		 l->sp ? "+sp" : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
-		 rc[c->recompute]);
+		 rc[c->recompute], o && o->splits ? " " : "", o && o->splits ? o->name : "");
 }
 
 const char *scn_plan_collapse_blocker(const struct scn *s)
@@ -407,6 +412,7 @@ int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 			.compared = i == h->compare_at,
 		};
 		snprintf(r->recompute, sizeof(r->recompute), "%s", rc_names[x->c.recompute]);
+		snprintf(r->schedule, sizeof(r->schedule), "%s", par_schedule(l->schedule)->name);
 		figs_of(&x->r, r->fig);
 		if (isnan(x->sim_s))
 			for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
@@ -445,6 +451,10 @@ int scn_plan_load(struct sqlite3 *db, int64_t id, struct scn_plan_head *h,
 		for (int j = 0; j < 3; j++)
 			if (!strcmp(r->recompute, rc_names[j]))
 				x->c.recompute = (enum par_recompute)j;
+		/* a version 6 file stores none: 1F1B, or interleaved with chunks */
+		int sc = par_schedule_find(r->schedule[0] ? r->schedule
+					   : l->vpp > 1 ? "interleaved" : "1f1b");
+		l->schedule = sc >= 0 ? (uint32_t)sc : 0;
 		x->c.step_s = r->estimate_s, x->sim_s = r->step_time_s;
 		x->flow_s = r->flow_step_time_s;
 		x->why = r->failed ? xstrdup(r->failed) : NULL;

@@ -222,6 +222,7 @@ static const char store_schema[] =
 	"  exposed_host_s REAL,\n"
 	"  families TEXT,\n"
 	"  compared INTEGER,\n"
+	"  schedule TEXT,\n"
 	"  PRIMARY KEY (plan_id, place));\n"
 	"CREATE TABLE IF NOT EXISTS metrics (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -648,8 +649,10 @@ static int store_user_version(struct sim_store *st)
 }
 
 /*
- * A database of version 3 to 5: the columns it lacks (the ops' labels in
- * op_defs, version 5; the ranks' interference_ps, version 6), and the ops
+ * A database of version 3 to 6: the columns it lacks (the ops' labels in
+ * op_defs, version 5; the ranks' interference_ps, version 6; the plan
+ * layouts' schedule, version 7, where it has plan_layouts: store_schema
+ * makes the table whole where it has none), and the ops
  * view dropped for store_schema to make it again with them. Its earlier runs' ops have NULL labels; the readers
  * derive them from the names (store_read.c). Inside the schema's
  * transaction; 0 or -1.
@@ -660,18 +663,21 @@ static int store_migrate_columns(struct sim_store *st)
 		{ "op_defs", "layer INTEGER" }, { "op_defs", "mb INTEGER" },
 		{ "op_defs", "chunk INTEGER" }, { "op_defs", "phase TEXT" },
 		{ "op_defs", "kernel TEXT" }, { "ranks", "interference_ps INTEGER" },
+		{ "plan_layouts", "schedule TEXT" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cols); i++) {
 		char sql[160];
 		size_t n = strcspn(cols[i].col, " ");
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM pragma_table_info('%s') "
-			 "WHERE name = '%.*s'", cols[i].table, (int)n, cols[i].col);
+		/* the column's count, and whether the table is there at all */
+		snprintf(sql, sizeof(sql), "SELECT count(*) FILTER (WHERE name = '%.*s'), "
+			 "count(*) = 0 FROM pragma_table_info('%s')", (int)n, cols[i].col,
+			 cols[i].table);
 		sqlite3_stmt *s;
 		int have = 0;
 		if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
 			return store_db_err(st, "adding the ops' labels");
 		if (sqlite3_step(s) == SQLITE_ROW)
-			have = sqlite3_column_int(s, 0);
+			have = sqlite3_column_int(s, 0) || sqlite3_column_int(s, 1);
 		sqlite3_finalize(s);
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", cols[i].table,
 			 cols[i].col);
@@ -1529,8 +1535,9 @@ int64_t sim_store_plan_write(sqlite3 *db, const struct sim_store_plan_head *h,
 		"micro_batch, zero, recompute, estimate_s, step_time_s, flow_step_time_s, failed, mfu, "
 		"tokens_per_s, peak_bytes, reserve_bytes, capacity_bytes, compute_s, interference_s, "
 		"bubble_s, exposed_comm_s, idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, "
-		"exposed_cp_s, exposed_host_s, families, compared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-		"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+		"exposed_cp_s, exposed_host_s, families, compared, schedule) VALUES (?, ?, ?, ?, ?, "
+		"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+		"?)";
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return plan_sql_fail(db, err, errlen, "starting the plan's transaction");
@@ -1576,6 +1583,7 @@ int64_t sim_store_plan_write(sqlite3 *db, const struct sim_store_plan_head *h,
 			plan_bind_num(s, k++, r->fig[j]);
 		sqlite3_bind_text(s, k++, r->families, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int(s, k++, r->compared);
+		sqlite3_bind_text(s, k++, r->schedule, -1, SQLITE_TRANSIENT);
 		if (sqlite3_step(s) != SQLITE_DONE)
 			goto fail;
 	}
@@ -1632,12 +1640,21 @@ int sim_store_plan_read(sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
 	h->rho = plan_col_num(s, 11);
 	h->wall_s = sqlite3_column_double(s, 12);
 	sqlite3_finalize(s);
-	static const char rows_sql[] =
-		"SELECT estimate_rank, tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero, recompute, "
-		"estimate_s, step_time_s, flow_step_time_s, failed, mfu, tokens_per_s, peak_bytes, "
-		"reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s, exposed_comm_s, "
-		"idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, exposed_cp_s, exposed_host_s, "
-		"families, compared FROM plan_layouts WHERE plan_id = ? ORDER BY place";
+	/* A version 6 file read as it is has no schedule column. */
+	int sched = 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('plan_layouts') "
+			       "WHERE name = 'schedule'", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		sched = sqlite3_column_int(s, 0) > 0;
+	sqlite3_finalize(s);
+	char rows_sql[768];
+	snprintf(rows_sql, sizeof(rows_sql),
+		 "SELECT estimate_rank, tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero, recompute, "
+		 "estimate_s, step_time_s, flow_step_time_s, failed, mfu, tokens_per_s, peak_bytes, "
+		 "reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s, exposed_comm_s, "
+		 "idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, exposed_cp_s, exposed_host_s, "
+		 "families, compared, %s FROM plan_layouts WHERE plan_id = ? ORDER BY place",
+		 sched ? "schedule" : "NULL");
 	if (sqlite3_prepare_v2(db, rows_sql, -1, &s, NULL) != SQLITE_OK)
 		return plan_sql_fail(db, err, errlen, "reading the plan's layouts");
 	sqlite3_bind_int64(s, 1, h->id);
@@ -1665,6 +1682,8 @@ int sim_store_plan_read(sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
 		snprintf(r->families, sizeof(r->families), "%s",
 			 sqlite3_column_text(s, 30) ? (const char *)sqlite3_column_text(s, 30) : "");
 		r->compared = sqlite3_column_int(s, 31);
+		snprintf(r->schedule, sizeof(r->schedule), "%s",
+			 sqlite3_column_text(s, 32) ? (const char *)sqlite3_column_text(s, 32) : "");
 		n++;
 	}
 	sqlite3_finalize(s);

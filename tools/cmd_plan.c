@@ -35,8 +35,8 @@ static const struct cli_opt plan_opts[] = {
 	{ "set", 0, CLI_LIST, "KEY=VALUE", NULL,
 	  "override a scenario key (model, training, cluster) that the plan does not vary" },
 	{ "fix", 0, CLI_LIST, "KEY=V", NULL,
-	  "hold a varied key (tp, sp, pp, vpp, cp, ep, dp, zero, micro_batch, recompute) at V; "
-	  "repeat a key for any of several values" },
+	  "hold a varied key (tp, sp, pp, vpp, cp, ep, dp, zero, micro_batch, recompute, "
+	  "schedule) at V; repeat a key for any of several values" },
 	{ "exclude", 0, CLI_LIST, "KEY=V", NULL, "drop the layouts with KEY at V (e.g. zero=3, pp=1)" },
 	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to simulate in flow fidelity" },
 	{ "show", 0, CLI_COUNT, "N", "10", "rows of the ranking to print" },
@@ -136,10 +136,11 @@ static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total
 	for (size_t i = 0; i < n; i++) {
 		const struct par_layout *l = &v[i].c.layout;
 		printf("%s{\"tp\":%u,\"sp\":%s,\"pp\":%u,\"vpp\":%u,\"cp\":%u,\"ep\":%u,\"dp\":%u,"
-		       "\"micro_batch\":%u,\"zero\":%u,\"recompute\":\"%s\",\"estimate_s\":%.9g,"
-		       "\"step_time_s\":", i ? "," : "", l->tp, l->sp ? "true" : "false", l->pp,
-		       l->vpp, l->cp, l->ep, l->dp, v[i].c.micro_batch, l->zero, rc[v[i].c.recompute],
-		       v[i].c.step_s);
+		       "\"micro_batch\":%u,\"zero\":%u,\"recompute\":\"%s\",\"schedule\":\"%s\","
+		       "\"estimate_s\":%.9g,\"step_time_s\":", i ? "," : "", l->tp,
+		       l->sp ? "true" : "false", l->pp, l->vpp, l->cp, l->ep, l->dp,
+		       v[i].c.micro_batch, l->zero, rc[v[i].c.recompute],
+		       par_schedule(l->schedule)->name, v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it: no figures */
 			printf("null,\"failed\":");
 			cli_json_str(stdout, v[i].why);
@@ -341,10 +342,10 @@ static const char *separating_term(const struct scn_plan_figures *x, const struc
 static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
 {
 	printf("\nWhy not another family? The best simulated layout of each:\n");
-	printf("%-22s %-48s %10s %8s  %s\n", "family", "layout", "step(s)", "vs #1",
+	printf("%-22s %-54s %10s %8s  %s\n", "family", "layout", "step(s)", "vs #1",
 	       "what separates it from #1 (critical rank)");
 	for (unsigned f = 0; f < PAR_PLAN_NFAMILIES; f++) {
-		if (f == 6 && !moe)
+		if ((f == 6 && !moe) || (f == 7 && moe))   /* EP; zero bubble: not with MoE */
 			continue;
 		size_t best = n;
 		for (size_t i = 0; i < n; i++)
@@ -358,7 +359,7 @@ static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
 		}
 		scn_plan_layout_name(&v[best].c, name, sizeof(name));
 		if (best == 0) {
-			printf("%-22s %-48s %10.4f %8s  the winner\n", par_plan_family_name(f), name,
+			printf("%-22s %-54s %10.4f %8s  the winner\n", par_plan_family_name(f), name,
 			       best_s(&v[0]), "-");
 			continue;
 		}
@@ -368,7 +369,7 @@ static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
 		double ta = flow ? v[0].flow_s : v[0].sim_s, tb = flow ? v[best].flow_s : v[best].sim_s;
 		const char *term = separating_term(flow ? &v[0].r : &v[0].ra,
 						   flow ? &v[best].r : &v[best].ra, &by);
-		printf("%-22s %-48s %10.4f %+7.1f%%  %s %+.4f s\n", par_plan_family_name(f), name,
+		printf("%-22s %-54s %10.4f %+7.1f%%  %s %+.4f s\n", par_plan_family_name(f), name,
 		       tb, 100 * (tb / ta - 1), term, by);
 	}
 }

@@ -103,6 +103,34 @@ grep -q '"spearman_rho":[0-9.-]' "$T/f.json" && ok "Spearman's rho in the JSON" 
 [ "$(grep -c '^[0-9]  *tp' "$T/s.out")" = 4 ] && ok "--show 4 prints 4 rows of 6" ||
 	bad "--show: $(cat "$T/s.out")"
 
+# The schedule: ZB-H1 tried beside 1F1B where a layout can split its
+# backwards; --fix schedule= holds it, the table names it, --db keeps it.
+"$CS" plan "$SC" --gpus 16 --analytic 12 --top 1 --fix schedule=zb-h1 --json --db "$T/zb.db" \
+	> "$T/z.json" 2> "$T/err" && ok "plan with --fix schedule=zb-h1" ||
+	bad "--fix schedule: $(cat "$T/err")"
+n=$(rows "$T/z.json" | grep -c '"tp":'); zb=$(rows "$T/z.json" | grep -c '"schedule":"zb-h1"')
+pp1=$(rows "$T/z.json" | grep -c '"pp":1,')
+[ "$n" -ge 1 ] && [ "$zb" = "$n" ] && [ "$pp1" = 0 ] &&
+	ok "every one of $n rows a zb-h1 pipeline" || bad "$n rows, $zb zb-h1, $pp1 without a pipeline"
+"$CS" report "$T/zb.db" --plan last 2> "$T/err" | grep -q "rc=[a-z]* zb-h1" &&
+	ok "report --plan names the schedule" || bad "report --plan: $(cat "$T/err")"
+# A file of schema version 6 (plan_layouts without a schedule) reads as it
+# is, and gains the column when a plan is written into it.
+cp "$T/zb.db" "$T/v6.db"
+sqlite3 "$T/v6.db" "ALTER TABLE plan_layouts DROP COLUMN schedule; PRAGMA user_version = 6"
+"$CS" report "$T/v6.db" --plan last > "$T/v6.out" 2> "$T/err" && ! grep -q "rc=[a-z]* zb-h1" "$T/v6.out" &&
+	ok "a version 6 plan reads back (no schedule stored: 1F1B)" || bad "v6: $(cat "$T/err")"
+"$CS" plan "$SC" --gpus 16 --analytic 4 --top 1 --db "$T/v6.db" > /dev/null 2> "$T/err" &&
+	[ "$(sqlite3 "$T/v6.db" "SELECT user_version FROM pragma_user_version")" = 7 ] &&
+	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 1 AND schedule IS NULL")" -ge 1 ] &&
+	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 2 AND schedule IS NULL")" = 0 ] &&
+	ok "version 6 -> 7: the column added, old rows NULL" || bad "v6 -> v7: $(cat "$T/err")"
+"$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 --json > "$T/all.json" 2> "$T/err"
+rows "$T/all.json" | grep -q '"schedule":"1f1b"' &&
+	"$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 2>/dev/null |
+	grep -q "^zero-bubble pipeline  *tp.* zb-h1 " && ok "the zero-bubble family in the table" ||
+	bad "no zero-bubble family: $(cat "$T/err")"
+
 # Every layout the plan reports fits in its simulation with the reserve
 # (peak + reserve <= capacity), a miss of the estimate replaced: Llama-3 70B
 # on 64 H100, where many layouts are near the limit.
@@ -186,6 +214,8 @@ check_bad "option --exclude: recompute: expected none, selective or full" "$SC" 
 	--exclude recompute=some
 check_bad "option --fix: zero: expected 0 (DDP), 1, 2 or 3" "$SC" --gpus 16 --fix zero=4
 check_bad "option --fix: expected KEY=VALUE" "$SC" --gpus 16 --fix tp
+check_bad "option --fix: schedule: expected one of 1f1b, gpipe, interleaved, fthenb, zb-h1" \
+	"$SC" --gpus 16 --fix schedule=zb
 check_bad "option --compare: unknown key 'tq'" "$SC" --gpus 16 --compare tq=2
 check_bad "option --compare: the layout cannot run" "$SC" --gpus 16 --compare tp=3
 check_bad "expected a scenario and --gpus N" "$SC"
