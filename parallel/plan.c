@@ -1261,6 +1261,12 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 	double inflight = sched->in_flight(l->pp, 0, mbs, v);
 	double act = inflight * per * ((1 - frac) * s->act + frac * e->act) +
 		     fmax(s->act_peak - s->act, moe ? e->act_peak - e->act : 0);
+	/* A split backward with recomputation: each micro-batch whose input
+	 * pass has run holds the recomputed full set until its weight pass
+	 * (passes.c). Stage s defers s of them, so as the last stage's input
+	 * pass ends it holds p full sets: its s = p - 1 deferred and that one. */
+	if (sched->splits && c->recompute != PAR_RECOMPUTE_NONE && l->pp > 1)
+		act = fmax(act, per * fmin(l->pp, mbs) * s->act_peak);
 	double logits = 4 * T * m->vocab / l->tp;
 	c->peak_bytes = dm.states + act + (l->pp == 1 ? logits : 0) + dm.buffers;
 	struct par_reserve rv;
