@@ -45,6 +45,7 @@ struct shape {
 	uint8_t moe_recomputed;   /* its experts rerun in the backward      */
 	double fwd, bwd;          /* seconds of kernels                     */
 	double wgt;               /* of bwd, the weight-gradient GEMMs'      */
+	double head_wgt;          /* of head, its backward's dW GEMM          */
 	double tp_fwd, tp_bwd;    /* of tensor-parallel collectives          */
 	double slow_fwd, slow_bwd;  /* what the kernels lose beside a kernel
 				   * of `blocks` CUDA blocks (interference) */
@@ -492,6 +493,16 @@ bool par_plan_in_family(unsigned i, const struct par_candidate *c)
 	}
 }
 
+bool par_plan_can_split(const struct par_model *m, const struct par_training *tr,
+			const struct par_candidate *c)
+{
+	const struct par_layout *l = &c->layout;
+	const struct par_dp_strategy *s = par_dp_strategy_of(l);
+	uint64_t per = (uint64_t)l->dp * c->micro_batch;
+	return l->pp > 1 && l->vpp == 1 && !m->moe.experts && s && (s->flags & PAR_DP_PIPELINE) &&
+	       !(s->flags & PAR_DP_SHARDS_PARAMS) && per && tr->global_batch / per >= l->pp;
+}
+
 bool par_plan_same_layout(const struct par_candidate *a, const struct par_candidate *b)
 {
 	for (int k = 0; k < PAR_PK_N; k++)
@@ -827,6 +838,9 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		for (size_t i = 0; ph && i < n; i++)
 			if (ops[i].params > 0 && s.nhead_grads < ARRAY_SIZE(s.head_grads))
 				s.head_grads[s.nhead_grads++] = ge * ops[i].params;
+		for (size_t i = 0; ph && i < n; i++)
+			if (ops[i].part == PAR_PART_DW && !ops[i].recompute)
+				s.head_wgt += par_compute_time_s(p->cm, &ops[i]);
 	}
 	n = par_embed_ops(&p->m, &local, tp, PAR_BWD, ops, ARRAY_SIZE(ops));
 	for (size_t i = 0; i < n; i++)
@@ -912,6 +926,9 @@ static double pipeline_run_s(struct par_planner *p, const struct par_schedule_op
 		fv[i] = f, bv[i] = b, wv[i] = w;
 	fv[0] += s->embed_fwd, bv[0] += s->embed - s->embed_fwd;
 	fv[V - 1] += s->head_fwd, bv[V - 1] += s->head - s->head_fwd;
+	/* a split backward's weight pass: the embedding's whole gradient on the
+	 * first, the LM head's dW on the last (passes.c) */
+	wv[0] += s->embed - s->embed_fwd, wv[V - 1] += s->head_wgt;
 	struct lost_ctx x = { .s = s, .window = { -1, -1 } };
 	struct par_sched_slow slow = { .lost = p->interference ? pipeline_lost_s : NULL,
 				       .ctx = &x };
@@ -1486,9 +1503,7 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			/* A schedule that splits the backward where the layout
 			 * cannot run it (no pipeline, MoE layers, sharded
 			 * parameters, fewer micro-batches than stages): 1F1B. */
-			int can_split = l->pp > 1 && l->vpp == 1 && !p->m.moe.experts &&
-					!(par_dp_of_aliases(z, false)->flags & PAR_DP_SHARDS_PARAMS) &&
-					p->tr.global_batch / dp / mbs[mi] >= l->pp;
+			int can_split = par_plan_can_split(&p->m, &p->tr, &k);
 			if (par_schedule(l->schedule)->splits && !can_split)
 				l->schedule = f1b1;
 			fn(ctx, &k);

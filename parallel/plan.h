@@ -66,6 +66,14 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 /* The key's name ("tp", "micro_batch") and a candidate's value of it. */
 const char *par_plan_key_name(enum par_plan_key k);
 uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k);
+/* Can candidate c run a schedule that splits its backwards (zb-h1): a
+ * pipeline of one chunk a stage, no MoE layers, a strategy that combines
+ * with a pipeline and does not gather parameters (DDP, ZeRO-1), at least
+ * as many micro-batches per replica as stages? The plan tries zb-h1
+ * beside the scenario's schedule where it can, and runs 1F1B where the
+ * scenario's splits and c cannot. */
+bool par_plan_can_split(const struct par_model *m, const struct par_training *tr,
+			const struct par_candidate *c);
 /* "tp=8", "sp=true", "recompute=full" */
 void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len);
 /* Does the scenario key (parallel.tp, training.recompute, ...) name what a

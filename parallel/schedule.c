@@ -145,7 +145,7 @@ struct par_sched_plan *par_schedule_plan_new(const struct par_schedule_ops *sche
 		}
 	}
 	free(seen);
-	r->fend = xmalloc(4 * (cells ? cells : 1) * sizeof(double));
+	r->fend = xcalloc(4 * (cells ? cells : 1), sizeof(double));
 	r->bend = r->fend + cells;
 	r->fhop = r->bend + cells;
 	r->bhop = r->fhop + cells;

@@ -56,7 +56,8 @@ struct par_schedule_ops {
 	const char *name;         /* the value of parallel.schedule             */
 	const char *help;         /* one line, for the key's documentation      */
 	/* Its actions split backwards into input- and weight-gradient passes
-	 * (par_schedule_splits says what cannot run them). */
+	 * (par_step_derive refuses what cannot run them: MoE layers, ZeRO-3
+	 * and FSDP). */
 	int splits;
 	/* Can the schedule run p, m, v? 0, or -1 with err naming the key. */
 	int (*check)(uint32_t p, uint32_t m, uint32_t v, char *err, size_t errlen);

@@ -103,8 +103,8 @@ static int check_pipeline(const struct par_model *model, const struct par_layout
 	if (sched->splits && dps && (dps->flags & PAR_DP_SHARDS_PARAMS))
 		return sim_errf(err, errlen, "parallel.schedule: %s splits each backward into its "
 				"input and weight gradients, which is not modelled for %s (it "
-				"gathers the parameters around one backward): use ddp, zero1 or "
-				"zero2, or parallel.schedule 1f1b", sched->name, dps->title);
+				"gathers the parameters around one backward): use ddp or zero1, or "
+				"parallel.schedule 1f1b", sched->name, dps->title);
 	return par_dp_check_layout(p, err, errlen);  /* what the strategy cannot run */
 }
 

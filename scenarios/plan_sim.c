@@ -35,13 +35,14 @@ void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
 {
 	static const char *const rc[] = { "none", "selective", "full" };
 	const struct par_layout *l = &c->layout;
-	/* the schedule where it splits the backward (zb-h1): the others are
-	 * the scenario's, or interleaved with vpp > 1 */
+	/* the schedule where it is not 1F1B (interleaved with vpp > 1) */
 	const struct par_schedule_ops *o = l->schedule < par_schedule_count()
 						   ? par_schedule(l->schedule) : NULL;
+	const char *name = o ? o->name : "?";
+	int plain = o && !strcmp(name, l->vpp > 1 ? "interleaved" : "1f1b");
 	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s%s%s", l->tp,
 		 l->sp ? "+sp" : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
-		 rc[c->recompute], o && o->splits ? " " : "", o && o->splits ? o->name : "");
+		 rc[c->recompute], plain ? "" : " ", plain ? "" : name);
 }
 
 const char *scn_plan_collapse_blocker(const struct scn *s)

@@ -675,16 +675,16 @@ static int store_migrate_columns(struct sim_store *st)
 		sqlite3_stmt *s;
 		int have = 0;
 		if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-			return store_db_err(st, "adding the ops' labels");
+			return store_db_err(st, "adding the columns of a newer schema");
 		if (sqlite3_step(s) == SQLITE_ROW)
 			have = sqlite3_column_int(s, 0) || sqlite3_column_int(s, 1);
 		sqlite3_finalize(s);
 		snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD COLUMN %s", cols[i].table,
 			 cols[i].col);
-		if (!have && store_exec(st, sql, "adding the ops' labels") < 0)
+		if (!have && store_exec(st, sql, "adding the columns of a newer schema") < 0)
 			return -1;
 	}
-	return store_exec(st, "DROP VIEW IF EXISTS ops", "adding the ops' labels");
+	return store_exec(st, "DROP VIEW IF EXISTS ops", "adding the columns of a newer schema");
 }
 
 /* Check whose file it is and its schema version, set the pragmas, create

@@ -276,7 +276,7 @@ static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus
 	const char *text = cli_str(a, "compare", "scenario");
 	*c = (struct par_candidate){ .layout = s->parallel, .micro_batch = s->training.micro_batch,
 				     .recompute = s->training.recompute };
-	int dp_given = 0;
+	int dp_given = 0, sched_given = 0;
 	if (strcmp(text, "scenario")) {
 		char buf[512];
 		snprintf(buf, sizeof(buf), "%s", text);
@@ -289,6 +289,7 @@ static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus
 						 strstr(err, ": ") ? strstr(err, ": ") + 2 : err);
 			par_plan_key_set(c, r.key, r.value);
 			dp_given |= r.key == PAR_PK_DP;
+			sched_given |= r.key == PAR_PK_SCHEDULE;
 			if (r.key == PAR_PK_ZERO)
 				c->layout.strategy = 0, c->layout.fsdp.enabled = false;
 		}
@@ -301,6 +302,11 @@ static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus
 	if (l->vpp > 1)
 		l->schedule = (uint32_t)inter;
 	else if (l->schedule == (uint32_t)inter)
+		l->schedule = (uint32_t)f1b1;
+	/* as the plan runs it: 1F1B where the scenario's schedule splits the
+	 * backwards and this layout cannot (unless named with schedule=) */
+	else if (!sched_given && par_schedule(l->schedule)->splits &&
+		 !par_plan_can_split(&s->model, &s->training, c))
 		l->schedule = (uint32_t)f1b1;
 	return 0;
 }

@@ -384,19 +384,49 @@ START_TEST(zbh1_against_simulation)
 	ck_assert_msg(fabs(f.peak_bytes / rf.memory.peak - 1) < 0.05,
 		      "recompute full: estimated peak %.4g B, simulated %.4g B", f.peak_bytes,
 		      rf.memory.peak);
+	/* The compare layout of a zb-h1 scenario that cannot split runs 1F1B,
+	 * as the plan runs it (par_plan_can_split). */
+	struct par_candidate z3 = cand(8, 1, 1, 64, 3, 1);
+	ck_assert(!par_plan_can_split(&s.model, &s.training, &z3));
 	struct par_candidate *all;
 	uint64_t dropped[PAR_DROP_NCAUSES], total;
 	size_t n = par_plan(pl, &all, dropped, &total), split = 0, zero3 = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct par_layout *l = &all[i].layout;
 		uint32_t m = s.training.global_batch / l->dp / all[i].micro_batch;
-		int can = l->pp > 1 && l->vpp == 1 && l->zero < 3 && m >= l->pp;
+		int can = l->pp > 1 && l->vpp == 1 && l->zero < 2 && m >= l->pp;
 		ck_assert_msg((l->schedule == zbh1) == can, "pp %u vpp %u zero %u m %u: schedule %u",
 			      l->pp, l->vpp, l->zero, m, l->schedule);
 		split += l->schedule == zbh1, zero3 += l->zero == 3;
 	}
 	ck_assert(split > 0 && zero3 > 0);
 	free(all);
+	teardown();
+}
+END_TEST
+
+/*
+ * ZB-H1's weight passes carry the LM head's dW on the last stage and the
+ * embedding's gradient on the first (passes.c): GPT-3 1.3B on 16 H100
+ * (zero-fsdp-compare), tp1 pp 4 and 8, micro-batches of 2, DDP. The
+ * estimate within 1 % of the analytic simulation (with them in the
+ * input pass, on the critical path of the drain: 1.2 % over at pp 4, and
+ * up to 6 % over among the ZB-H1 layouts of a plan on 8 GPUs).
+ */
+START_TEST(zbh1_edges_against_simulation)
+{
+	setup_with(NULL, 0, 16);
+	uint32_t zbh1 = (uint32_t)par_schedule_find("zb-h1");
+	for (uint32_t pp = 4; pp <= 8; pp *= 2) {
+		struct par_candidate c = cand(1, pp, 1, 16 / pp, 0, 2);
+		c.layout.schedule = zbh1;
+		ck_assert(par_plan_can_split(&s.model, &s.training, &c));
+		ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+		struct par_report r = simulated(&c, SIM_FIDELITY_ANALYTIC);
+		ck_assert_msg(fabs(c.step_s / r.step_time_s - 1) < 0.01,
+			      "pp %u: estimate %.4f s, simulated %.4f s", pp, c.step_s,
+			      r.step_time_s);
+	}
 	teardown();
 }
 END_TEST
@@ -451,6 +481,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, pipeline_edges_against_simulation);
 	tcase_add_test(t, ddp_beside_pipeline_against_simulation);
 	tcase_add_test(t, zbh1_against_simulation);
+	tcase_add_test(t, zbh1_edges_against_simulation);
 	tcase_add_test(t, reserve_from_the_table);
 	suite_add_tcase(su, t);
 	return su;

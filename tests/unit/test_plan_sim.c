@@ -13,6 +13,7 @@
 #include "parallel/plan.h"
 #include "scenarios/plan_sim.h"
 #include "scenarios/scenario.h"
+#include "parallel/schedule.h"
 #include "tests/checkmain.h"
 #include "topology/topo.h"
 
@@ -130,9 +131,17 @@ START_TEST(order_and_name)
 	struct par_candidate c = { .layout = { .tp = 8, .sp = 1, .pp = 4, .vpp = 2, .cp = 1,
 					       .ep = 1, .dp = 2, .zero = 1 },
 				   .micro_batch = 2, .recompute = PAR_RECOMPUTE_FULL };
+	c.layout.schedule = (uint32_t)par_schedule_find("interleaved");
 	char name[128];
 	scn_plan_layout_name(&c, name, sizeof name);
 	ck_assert_str_eq(name, "tp8+sp pp4 vpp2 cp1 ep1 dp2 mb2 zero1 rc=full");
+	/* a schedule other than 1F1B (interleaved with chunks) is named */
+	c.layout.vpp = 1, c.layout.schedule = (uint32_t)par_schedule_find("zb-h1");
+	scn_plan_layout_name(&c, name, sizeof name);
+	ck_assert_str_eq(name, "tp8+sp pp4 vpp1 cp1 ep1 dp2 mb2 zero1 rc=full zb-h1");
+	c.layout.schedule = (uint32_t)par_schedule_find("1f1b");
+	scn_plan_layout_name(&c, name, sizeof name);
+	ck_assert_str_eq(name, "tp8+sp pp4 vpp1 cp1 ep1 dp2 mb2 zero1 rc=full");
 }
 END_TEST
 
