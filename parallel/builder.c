@@ -162,15 +162,17 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 		sim_fmt(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
 			ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
 		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
-		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d, o->flops,
-						      o->bytes);
 		enum sim_phase lp = par_b_phase(ph, o);
 		if (lp == SIM_PHASE_FWD && b->recomputing)
 			lp = SIM_PHASE_RECOMPUTE;
 		else if (lp == SIM_PHASE_BWD && b->weight_pass)
 			lp = SIM_PHASE_WEIGHT;
-		par_b_label(b, lp, 1, o->name);
-		par_b_take_waits(b);
+		if (!par_tp_overlapped(b, o, ph, where, name, d, lp)) {
+			b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d,
+							      o->flops, o->bytes);
+			par_b_label(b, lp, 1, o->name);
+			par_b_take_waits(b);
+		}
 		if (b->layer >= 0 && b->dp->kernel_end)  /* may free at the op's end */
 			b->dp->kernel_end(b, o, ph);
 		if (b->reduce && o->params > 0 && o->expert)
@@ -244,6 +246,7 @@ struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b
 	b->dpn = s->dpn;  /* gradients are reduced over DP x CP */
 	b->tp = s->d.tp, b->pp = s->d.pp, b->vpp = s->d.vpp, b->stage = stage;
 	b->sp = s->sp;
+	b->tp_overlap = s->tp_overlap;
 	b->nranks = s->gpus;
 	b->shard = s->shard;
 	b->params = s->stage_params[stage];

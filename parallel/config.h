@@ -111,6 +111,9 @@ struct par_layout {
 	uint32_t last_stage_layers;   /* 0 = an even share                     */
 	bool tp_across_nodes;     /* allow TP groups to span NVLink domains     */
 	bool sp;                  /* sequence parallelism with tp               */
+	bool tp_overlap;          /* SP's all-gathers and reduce-scatters in
+				   * ring steps pipelined with the GEMMs
+				   * (Megatron --tp-comm-overlap; SPEC C30)   */
 	uint32_t schedule;        /* pipeline schedule: its index in the registry
 				   * of parallel/schedule.h (par_schedule)   */
 	enum par_cp_algo cp_algo;

@@ -25,6 +25,11 @@ static int check_layout(const struct par_model *m, const struct par_training *tr
 	if (m->heads % p->tp)
 		return sim_errf(err, errlen, "parallel.tp: %u does not divide model.heads (%u)", p->tp,
 			    m->heads);
+	if (p->tp_overlap && p->tp > 1 && !p->sp)
+		return sim_errf(err, errlen, "parallel.tp_overlap: pipelines sequence parallelism's "
+				"all-gathers and reduce-scatters with the GEMMs (Megatron's "
+				"--tp-comm-overlap needs --sequence-parallel too): set "
+				"parallel.sp: true");
 	if (m->kv_heads % p->tp && p->tp % m->kv_heads)
 		return sim_errf(err, errlen, "parallel.tp: %u and model.kv_heads (%u): one must "
 			    "divide the other", p->tp, m->kv_heads);
@@ -266,6 +271,7 @@ int par_step_derive(struct par_step *s, const struct par_train *t, char *err, si
 	s->dpn = d.dp * d.cp;
 	s->micro_batches = t->training->global_batch / d.dp / t->training->micro_batch;
 	s->sp = l->sp && l->tp > 1;
+	s->tp_overlap = s->sp && l->tp_overlap;
 	s->schedule = par_schedule(l->schedule);
 	s->strategy = par_dp_strategy_of(l);
 	s->shard = s->strategy->shard ? s->strategy->shard(l, t->cluster, s->dpn) : s->dpn;

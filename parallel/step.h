@@ -53,6 +53,8 @@ struct par_step {
 					  * (of the dpn; HSDP: a node's)          */
 	uint32_t micro_batches;          /* per replica                          */
 	bool sp;                         /* sequence parallelism (tp > 1)        */
+	bool tp_overlap;                 /* its collectives pipelined with the
+					  * GEMMs (parallel.tp_overlap, sp)      */
 	const struct par_schedule_ops *schedule;
 	const struct par_dp_strategy *strategy;
 	uint32_t *layer_first, *layer_count;  /* [pp x vpp]: the layers of each
@@ -110,6 +112,13 @@ void par_step_free(struct par_step *s);
  * of the model's `hidden`: their ops and bytes (at most max); the count. */
 unsigned par_tp_op_colls(const struct par_op *o, enum par_phase ph, bool sp, double tokens,
 			 double hidden, enum sim_coll_op *ops, double *bytes, unsigned max);
+
+/* Whether parallel.tp_overlap pipelines op o's sequence-parallel
+ * collective with it (tp.c: the transformer layer's linear layers). */
+int par_tp_overlaps(const struct par_op *o);
+/* SPEC C30: a kernel of kernel_s in t pieces pipelined with t - 1 ring
+ * steps of step_s each: kernel_s / t + (t - 1) max(kernel_s / t, step_s). */
+double par_tp_overlap_s(uint32_t t, double kernel_s, double step_s);
 
 struct par_cp_ring {
 	double full_flops, kv_bytes, q_bytes;

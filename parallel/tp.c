@@ -69,7 +69,115 @@ unsigned par_tp_op_colls(const struct par_op *o, enum par_phase ph, bool sp, dou
 	return n;
 }
 
-/* Issue the tensor-parallel collectives a kernel needs before or after it. */
+/*
+ * The kernels whose sequence-parallel collective parallel.tp_overlap
+ * pipelines with them: the transformer layer's linear layers, as Megatron's
+ * --tp-comm-overlap does (its userbuffers serve the layer's QKV, projection
+ * and MLP GEMMs; the embedding's reduce-scatter, the LM head's all-gather
+ * and the loss's all-reduce stay blocking). Each has one rule with SP: an
+ * all-gather before it or a reduce-scatter after it.
+ */
+int par_tp_overlaps(const struct par_op *o)
+{
+	switch (o->kernel) {
+	case PAR_K_QKV: case PAR_K_ATTN_OUT: case PAR_K_MLP_UP: case PAR_K_MLP_GATE_UP:
+	case PAR_K_MLP_DOWN:
+		return o->part != PAR_PART_DW;
+	default:
+		return 0;
+	}
+}
+
+double par_tp_overlap_s(uint32_t t, double kernel_s, double step_s)
+{
+	double piece = kernel_s / t;
+	return piece + (t - 1) * (step_s > piece ? step_s : piece);
+}
+
+/* The SP rule of op o in phase ph that parallel.tp_overlap pipelines, or NULL. */
+static const struct tp_rule *overlapped_rule(const struct builder *b, const struct par_op *o,
+					     enum par_phase ph)
+{
+	if (!b->tp_overlap || b->tp < 2 || !par_tp_overlaps(o))
+		return NULL;
+	int bwd = ph == PAR_BWD && !o->recompute;
+	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
+		const struct tp_rule *r = &tp_rules[i];
+		if (r->backward == bwd && r->sp && r->kernel == o->kernel && r->part == o->part)
+			return r;
+	}
+	return NULL;
+}
+
+/* One ring step's send to the next TP rank or receive from the previous. */
+static uint32_t ring_p2p(struct builder *b, int send, const char *coll, unsigned k, double bytes,
+			 enum sim_phase lp)
+{
+	char name[160];
+	sim_fmt(name, sizeof(name), "%s.step%u.%s", coll, k, send ? "send" : "recv");
+	uint32_t i = send ? sim_program_send(b->prog, STREAM_TP, name, SLOT_TP, SIM_PEER_NEXT, bytes)
+			  : sim_program_recv(b->prog, STREAM_TP_RECV, name, SLOT_TP, SIM_PEER_PREV,
+					     bytes);
+	par_b_label(b, lp, 1, NULL);
+	sim_program_tag(b->prog, TAG_ACT);
+	return i;
+}
+
+/*
+ * Kernel o (named name, of duration d, labelled lp) as t pieces pipelined
+ * with its SP collective's t - 1 ring steps of S / t bytes each (SPEC C30),
+ * the steps on the TP streams beside the compute stream. All-gather before
+ * a column-parallel GEMM: piece 0 multiplies the rank's own shard while
+ * step 0 passes it on; step k passes on what step k - 1 received and piece
+ * k + 1 multiplies it. Reduce-scatter after a row-parallel GEMM: piece k
+ * computes the partial sums of one chunk, which step k sends on with what
+ * step k - 1 brought; the next kernel waits for the last step. Returns 0
+ * (nothing appended) where the kernel's collective is not overlapped.
+ */
+int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase ph,
+		      const char *where, const char *name, sim_ps d, enum sim_phase lp)
+{
+	const struct tp_rule *r = overlapped_rule(b, o, ph);
+	if (!r)
+		return 0;
+	uint32_t t = b->tp;
+	const struct par_training *tr = &b->local;
+	double bytes = rule_bytes(r, (double)tr->seq * tr->micro_batch, b->t->model->hidden) / t;
+	char coll[128], mb[24], piece_name[128];
+	par_b_mb_label(b, mb, sizeof(mb));
+	sim_fmt(coll, sizeof(coll), "tp.%s.%s.%s.%s.%s", where, mb,
+		ph == PAR_BWD && !o->recompute ? "bwd" : "fwd", o->name, sim_coll_op_name(r->op));
+	uint32_t start = b->last_compute, recv = NO_OP;
+	sim_ps piece_ps = d / t;
+	for (uint32_t k = 0; k < t; k++) {
+		if (k && r->before)
+			par_b_wait(b, recv);  /* piece k multiplies what step k - 1 got */
+		sim_fmt(piece_name, sizeof(piece_name), "%s.piece%u", name, k);
+		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, piece_name,
+						      k + 1 < t ? piece_ps : d - (t - 1) * piece_ps,
+						      o->flops / t, o->bytes / t);
+		par_b_label(b, lp, 1, o->name);
+		par_b_take_waits(b);
+		if (k + 1 == t)
+			break;
+		uint32_t piece = b->last_compute;
+		ring_p2p(b, 1, coll, k, bytes, lp);
+		uint32_t after = r->before ? (k ? recv : start) : piece;
+		if (after != NO_OP)
+			sim_program_dep(b->prog, after);
+		if (!r->before && k)
+			sim_program_dep(b->prog, recv);  /* adds what it received */
+		recv = ring_p2p(b, 0, coll, k, bytes, lp);
+		if (!k && start != NO_OP)
+			sim_program_dep(b->prog, start);
+	}
+	if (!r->before)
+		par_b_wait(b, recv);  /* the next kernel reads the reduced chunk */
+	return 1;
+}
+
+/* Issue the tensor-parallel collectives a kernel needs before or after it
+ * (those parallel.tp_overlap pipelines with it are par_tp_overlapped's). */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
 		    const char *where)
 {
@@ -78,10 +186,11 @@ void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, i
 	int bwd = ph == PAR_BWD && !o->recompute;
 	const struct par_training *tr = &b->local;
 	double T = (double)tr->seq * tr->micro_batch;
+	const struct tp_rule *skip = overlapped_rule(b, o, ph);
 	for (size_t i = 0; i < ARRAY_SIZE(tp_rules); i++) {
 		const struct tp_rule *r = &tp_rules[i];
 		if (r->backward != bwd || r->before != before || r->sp != b->sp ||
-		    r->kernel != o->kernel || r->part != o->part)
+		    r->kernel != o->kernel || r->part != o->part || r == skip)
 			continue;
 		char name[96], mb[24];
 		par_b_mb_label(b, mb, sizeof(mb));

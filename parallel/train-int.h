@@ -22,11 +22,14 @@
 #include "parallel/train.h"
 
 /* Streams of a rank: compute, gradients, parameter gathers, host copies,
- * tensor-parallel collectives, and the four pipeline directions. */
+ * tensor-parallel collectives (with parallel.tp_overlap their ring steps'
+ * sends, and a stream of their receives), the four pipeline directions and
+ * ring attention's sends and receives. */
 enum {
 	STREAM_COMPUTE = SIM_STREAM_COMPUTE, STREAM_GRAD = 1, STREAM_PARAM = 2,
 	STREAM_HOST = 3, STREAM_TP = 4, STREAM_SEND_NEXT = 5, STREAM_SEND_PREV = 6,
 	STREAM_RECV_PREV = 7, STREAM_RECV_NEXT = 8, STREAM_CP_SEND = 9, STREAM_CP_RECV = 10,
+	STREAM_TP_RECV = 11,
 };
 /* Group slots of a rank: the data-parallel group, for HSDP the shard group
  * (inside a node) and the replica group (across nodes), and the tensor,
@@ -39,7 +42,9 @@ enum {
  * of a step's, and the engine keeps its first SIM_HOT_SLOTS slots hot. */
 enum { SLOT_TP = 0, SLOT_DP = 1, SLOT_PP = 2, SLOT_SHARD = 3, SLOT_REPLICA = 4, SLOT_CP = 5,
        SLOT_EP = 6, SLOT_EDP = 7, SLOT_SHARD_RS = 8, NSLOTS = 9 };
-/* Send/recv tags: activations forward, gradients backward. */
+/* Send/recv tags: activations forward, gradients backward. The overlapped
+ * tensor-parallel ring steps (tp.c) use TAG_ACT: their pairs of ranks (in
+ * one TP group) are never a pipeline's or a CP ring's pair. */
 enum { TAG_ACT = 0, TAG_GRAD = 1, TAG_KV = 2, TAG_DKV = 3 };
 
 #define NO_OP UINT32_MAX
@@ -58,6 +63,8 @@ struct builder {
 	struct par_training local;   /* the training run as one CP rank sees
 				      * it: seq / cp tokens per sequence     */
 	int sp;                      /* sequence parallelism               */
+	int tp_overlap;              /* SP's collectives pipelined with the
+				      * GEMMs (parallel.tp_overlap, tp.c)  */
 	double params;               /* parameters this rank holds         */
 	unsigned mb, nmb;            /* micro-batch being built; how many  */
 	unsigned chunk;              /* model chunk being built            */
@@ -154,6 +161,11 @@ struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b
 /* tp.c: the tensor-parallel collectives a kernel needs before (or after) it. */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
 		 const char *where);
+/* tp.c: with parallel.tp_overlap, kernel o (named name, of duration d,
+ * labelled lp) in pieces pipelined with its collective's ring steps; 0
+ * (nothing appended) where its collective is not overlapped. */
+int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase ph,
+		      const char *where, const char *name, sim_ps d, enum sim_phase lp);
 /* cp.c: an attention kernel under context parallelism (ring or Ulysses). */
 void par_cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where);
 /* moe_step.c: the MoE MLP of the layer being built (b->moe_layer), and

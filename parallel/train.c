@@ -47,7 +47,7 @@ const char *par_comm_kind_name(enum par_comm_kind k)
 static enum par_comm_kind stream_kind(unsigned stream)
 {
 	switch (stream) {
-	case STREAM_TP: return PAR_COMM_TP;
+	case STREAM_TP: case STREAM_TP_RECV: return PAR_COMM_TP;
 	case STREAM_GRAD: case STREAM_PARAM: return PAR_COMM_DP;
 	case STREAM_CP_SEND: case STREAM_CP_RECV: return PAR_COMM_CP;
 	case STREAM_HOST: return PAR_COMM_HOST;

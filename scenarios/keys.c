@@ -163,6 +163,10 @@ static const struct key keys[] = {
 	{ "parallel.tp", KT_COUNT, OFF(parallel.tp), 1, 4096, "1", NULL, "tensor-parallel size" },
 	{ "parallel.sp", KT_BOOL, OFF(parallel.sp), 0, 0, "false", NULL,
 	  "sequence parallelism with tensor parallelism" },
+	{ "parallel.tp_overlap", KT_BOOL, OFF(parallel.tp_overlap), 0, 0, "false", NULL,
+	  "split sequence parallelism's all-gathers and reduce-scatters into ring steps "
+	  "pipelined with the layer's GEMMs (Megatron --tp-comm-overlap, AsyncTP); needs "
+	  "parallel.sp" },
 	{ "parallel.pp", KT_COUNT, OFF(parallel.pp), 1, 4096, "1", NULL, "pipeline stages" },
 	{ "parallel.vpp", KT_COUNT, OFF(parallel.vpp), 1, 1024, "1", NULL,
 	  "model chunks per stage (interleaved schedule)" },

@@ -1552,12 +1552,17 @@ static void p2p_post(struct sim *sim, uint32_t rank, unsigned stream, const stru
 {
 	const struct sim_rank *r = &sim->ranks[rank];
 	const struct sim_group *g = &sim->groups[r->slot[op->group].group];
-	if (op->peer >= g->n) {
+	uint32_t member = op->peer, self = r->slot[op->group].member;
+	if (member == SIM_PEER_NEXT)
+		member = (self + 1) % g->n;
+	else if (member == SIM_PEER_PREV)
+		member = (self + g->n - 1) % g->n;
+	if (member >= g->n) {
 		sim_fail(sim, "rank %u: %s '%s' names member %u of a group of %u",
-			 rank, sim_op_kind_name(op->kind), op->name, op->peer, g->n);
+			 rank, sim_op_kind_name(op->kind), op->name, member, g->n);
 		return;
 	}
-	uint32_t peer = g->ranks[op->peer];
+	uint32_t peer = g->ranks[member];
 	int is_send = op->kind == SIM_OP_SEND;
 	struct p2p_pair *p = is_send ? p2p_find(sim, rank, peer, op->tag)
 				     : p2p_find(sim, peer, rank, op->tag);

@@ -328,6 +328,11 @@ uint32_t sim_program_compute(struct sim_program *prog, unsigned stream, const ch
 uint32_t sim_program_coll(struct sim_program *prog, unsigned stream, const char *name,
 			  enum sim_coll_op op, const struct sim_coll_algo *algo,
 			  unsigned group, double bytes, unsigned channels, uint32_t root);
+/* A send's or receive's peer is a member index of the group, or one of
+ * these: the member after or before the rank's own in the group, so that
+ * ranks sharing one program each talk to their own ring neighbours. */
+#define SIM_PEER_NEXT 0xFFFFFFFFu
+#define SIM_PEER_PREV 0xFFFFFFFEu
 uint32_t sim_program_send(struct sim_program *prog, unsigned stream, const char *name,
 			  unsigned group, uint32_t peer, double bytes);
 uint32_t sim_program_recv(struct sim_program *prog, unsigned stream, const char *name,

@@ -328,7 +328,7 @@ const struct cli_cmd cli_cmd_export = {
 		"chrome://tracing open: one process per rank (pid = rank, named \"rank R\n"
 		"(node N, GPU G)\"), one thread per stream (tid = stream: compute, grads,\n"
 		"params, host, tp, pp send next, pp send prev, pp recv prev, pp recv next,\n"
-		"cp send, cp recv), one complete event per op of non-zero length with ts and\n"
+		"cp send, cp recv, tp recv), one complete event per op of non-zero length with ts and\n"
 		"dur in microseconds (exact to the picosecond), the op's name, its kind as\n"
 		"category and args {bytes, flops, kind}. Ops that overlap the window are\n"
 		"written whole. The trace is streamed from the database, never held in\n"

@@ -54,7 +54,7 @@ const char *trace_stream_name(int stream, char *buf, size_t len)
 {
 	static const char *const names[] = {
 		"compute", "grads", "params", "host", "tp", "pp send next", "pp send prev",
-		"pp recv prev", "pp recv next", "cp send", "cp recv",
+		"pp recv prev", "pp recv next", "cp send", "cp recv", "tp recv",
 	};
 	if (stream >= 0 && stream < (int)ARRAY_SIZE(names))
 		return names[stream];

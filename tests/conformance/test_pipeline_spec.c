@@ -2,8 +2,9 @@
  * test_pipeline_spec.c - SPEC C20-C24 and C29 pinned by number: Megatron
  * tensor parallelism's collectives and their cost against compute, the
  * pipeline bubble of GPipe, 1F1B and interleaved 1F1B, activations in
- * flight, the [TP, CP, PP, DP] layout, and the bubbles of the schedules
- * that split the backward (ZB-H1).
+ * flight, the [TP, CP, PP, DP] layout, the bubbles of the schedules
+ * that split the backward (ZB-H1), and tensor-parallel communication
+ * pipelined with its GEMMs (parallel.tp_overlap).
  */
 #include <check.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "parallel/layout.h"
 #include "parallel/model.h"
 #include "parallel/schedule.h"
+#include "parallel/step.h"
 #include "parallel/train.h"
 #include "scenarios/scenario.h"
 #include "tests/checkmain.h"
@@ -379,13 +381,138 @@ START_TEST(c29_split_backward)
 }
 END_TEST
 
+/* ---- C30: tensor-parallel communication pipelined with its GEMM ------------ */
+
+/* One kernel of layer 0, micro-batch 0 on rank 0 with its overlapped
+ * collective: its pieces' summed time and the span of pieces and steps. */
+struct tp_span {
+	const char *kernel, *coll;     /* "fwd.qkv", "allgather"                 */
+	double piece_s, first, last;   /* summed pieces; earliest start, last end */
+	unsigned pieces, steps;
+	double block_kernel_s, block_coll_s;  /* the blocking run's               */
+};
+
+static struct tp_span tp_spans[4];
+static const size_t tp_nspans = 4;
+
+static void see_tp(void *ctx, uint32_t rank, const struct sim_op *op, sim_ps s, sim_ps e)
+{
+	(void)ctx;
+	if (rank != 0)
+		return;
+	char want[96];
+	for (size_t i = 0; i < tp_nspans; i++) {
+		struct tp_span *t = &tp_spans[i];
+		double a = sim_ps_to_s(s), b = sim_ps_to_s(e);
+		snprintf(want, sizeof(want), "L0.mb0.%s", t->kernel);
+		int piece = strncmp(op->name, want, strlen(want)) == 0 &&
+			    strncmp(op->name + strlen(want), ".piece", 6) == 0;
+		if (op->kind == SIM_OP_COMPUTE && strcmp(op->name, want) == 0)
+			t->block_kernel_s = b - a;
+		snprintf(want, sizeof(want), "tp.L0.mb0.%s.%s", t->kernel, t->coll);
+		if (op->kind == SIM_OP_COLL && strcmp(op->name, want) == 0)
+			t->block_coll_s = b - a;
+		int step = (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) &&
+			   strncmp(op->name, want, strlen(want)) == 0;
+		if (!piece && !step)
+			continue;
+		if (piece)
+			t->piece_s += b - a, t->pieces++;
+		else
+			t->steps++;
+		if (t->pieces + t->steps == 1 || a < t->first)
+			t->first = a;
+		if (b > t->last)
+			t->last = b;
+	}
+}
+
+static const struct sim_recorder_ops tp_ops = { .op_done = see_tp };
+
+/*
+ * C30: with parallel.tp_overlap the all-gather before a column-parallel GEMM
+ * (and the reduce-scatter after a row-parallel one, forward and backward)
+ * runs as t - 1 ring steps of alpha + S / (t W), pipelined with t pieces of
+ * Tc / t: Tc / t + (t - 1) max(Tc / t, step), against Tc + (t - 1) step
+ * blocking. On the ideal cluster at 100 GB/s a step (84 us) outlasts a
+ * piece; at 2 TB/s it hides under every piece; both fidelities.
+ */
+START_TEST(c30_tp_overlap)
+{
+	ck_assert_double_eq_tol(par_tp_overlap_s(4, 4e-3, 1.5e-3), 5.5e-3, 1e-15);
+	ck_assert_double_eq_tol(4e-3 + 3 * 1.5e-3, 8.5e-3, 1e-15);
+	ck_assert_double_eq_tol(par_tp_overlap_s(4, 4e-3, 0.5e-3), 4e-3, 1e-15);
+	const char *bws[] = { "cluster.network.bandwidth=100GB/s",
+			      "cluster.network.bandwidth=2TB/s" };
+	const double W[] = { 100e9, 2e12 }, alpha = 2e-6, S = 2.0 * 2048 * 8192, t = 4;
+	const struct tp_span spans[] = {
+		{ .kernel = "fwd.qkv", .coll = "allgather" },
+		{ .kernel = "fwd.attn_out", .coll = "reducescatter" },
+		{ .kernel = "bwd.mlp_down_dx", .coll = "allgather" },
+		{ .kernel = "bwd.mlp_up_dx", .coll = "reducescatter" },
+	};
+	double step_s[2][2];
+	for (int bw = 0; bw < 2; bw++) {
+		double step = alpha + S / (t * W[bw]);
+		for (int fi = 0; fi < 2; fi++) {
+			double blocked[4];
+			for (int ov = 0; ov < 2; ov++) {
+				const char *sets[] = { "parallel.tp=4", "parallel.sp=true",
+						       "parallel.dp=1", "training.global_batch=1",
+						       "cluster.network.latency=2us", bws[bw], "cluster.nodes=4",
+						       "parallel.algorithms.allgather=ring",
+						       "parallel.algorithms.reducescatter=ring",
+						       ov ? "parallel.tp_overlap=true"
+							  : "parallel.tp_overlap=false" };
+				memcpy(tp_spans, spans, sizeof(spans));
+				struct par_report r;
+				static struct seen w;
+				fidelity = fi ? SIM_FIDELITY_ANALYTIC : SIM_FIDELITY_FLOW;
+				recorder = &tp_ops;
+				run(sets, 10, 0, &r, &w, NULL);
+				fidelity = SIM_FIDELITY_FLOW, recorder = &see_ops;
+				step_s[bw][ov] = r.step_time_s;
+				for (size_t i = 0; i < 4; i++) {
+					const struct tp_span *sp = &tp_spans[i];
+					if (!ov) {
+						ck_assert_msg(fabs(sp->block_coll_s / ((t - 1) * step) - 1)
+							      < 1e-6, "%s %s blocking: %.9f s, "
+							      "(t-1)(a+S/(tW)) %.9f s", sp->kernel,
+							      sp->coll, sp->block_coll_s, (t - 1) * step);
+						blocked[i] = sp->block_kernel_s + sp->block_coll_s;
+						continue;
+					}
+					double want = par_tp_overlap_s(4, sp->piece_s, step);
+					double got = sp->last - sp->first;
+					ck_assert_msg(sp->pieces == 4 && sp->steps == 6 &&
+						      fabs(got / want - 1) < 1e-6,
+						      "%s %s %s at %.0f GB/s: %u pieces, %u steps, "
+						      "%.9f s; Tc/t + (t-1) max(Tc/t, step) = %.9f s",
+						      sim_fidelity_name(fidelity), sp->kernel, sp->coll,
+						      W[bw] / 1e9, sp->pieces, sp->steps, got, want);
+					ck_assert_msg(fabs(blocked[i] / (sp->piece_s + (t - 1) * step) - 1)
+						      < 1e-6, "%s: blocking %.9f s, Tc + (t-1) step "
+						      "%.9f s", sp->kernel, blocked[i],
+						      sp->piece_s + (t - 1) * step);
+					/* 100 GB/s: a step outlasts a piece; 2 TB/s: it hides */
+					ck_assert(bw ? step < sp->piece_s / t : step > sp->piece_s / t);
+				}
+			}
+			ck_assert_msg(step_s[bw][1] < step_s[bw][0], "overlap %.9f s, blocking %.9f s",
+				      step_s[bw][1], step_s[bw][0]);
+		}
+	}
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
 	const struct spec_item items[] = {
 		{ "C20", c20_tp_collectives }, { "C21", c21_tp_ratio }, { "C22", c22_bubble },
 		{ "C23", c23_in_flight }, { "C24", c24_layout }, { "C29", c29_split_backward },
+		{ "C30", c30_tp_overlap },
 	};
-	return spec_suite_of("SPEC C20-C24, C29 (tensor and pipeline parallelism)", items,
+	return spec_suite_of("SPEC C20-C24, C29, C30 (tensor and pipeline parallelism)", items,
 			     ARRAY_SIZE(items), 300);
 }
 
