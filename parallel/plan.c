@@ -40,6 +40,7 @@ enum { PAR_PLAN_LAYER_GRADS = 24, PAR_PLAN_PROFILE = 48 };
 struct shape {
 	uint32_t tp, mb, cp, ep;
 	uint8_t sp, rc, moe;
+	uint8_t ov;               /* parallel.tp_overlap (with sp)           */
 	double load;              /* an MoE layer's: the busiest EP rank's
 				   * routed tokens over the even share      */
 	uint8_t moe_recomputed;   /* its experts rerun in the backward      */
@@ -631,25 +632,78 @@ static double experts_s(const struct par_planner *p, const struct par_training *
 	return s;
 }
 
-/* The tensor-parallel collectives around a list's kernels (tp.c's rules),
- * each alone on the TP group's links: the step waits for every one. */
-static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t n,
-			enum par_phase ph, const struct par_training *local, uint32_t tp, int sp,
-			int moe)
+/*
+ * What a kernel's collective adds to it when parallel.tp_overlap pipelines
+ * the two (tp.c, SPEC C30): t pieces of the kernel beside t - 1 ring steps
+ * of bytes / t to the next TP rank, Tc/t + (t-1) max(Tc/t, step) less Tc.
+ * With compute.interference the pieces run as the engine runs them: a
+ * piece that starts while a step moves (or as one starts: which comes
+ * first at one instant depends on the ranks' order, and the slowest rank
+ * sets the pace) is slowed whole by f, the steps beside the pieces by the
+ * NVLink factor; the first piece starts alone. The all-gather's steps run
+ * back to back, piece k + 1 waiting for step k; the reduce-scatter's
+ * pieces run back to back, step k waiting for piece k and step k - 1.
+ */
+static double tp_overlap_extra_s(const struct par_planner *p, const struct par_op *o,
+				 double bytes, uint32_t tp, int gather)
+{
+	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
+	int inside = p->cl.kind != TOPO_IDEAL && tp <= gpn;
+	double kernel = par_compute_time_s(p->cm, o), c = kernel / tp;
+	double step = hop_s(p, bytes / tp, inside);
+	if (!p->interference)
+		return par_tp_overlap_s(tp, kernel, step) - kernel;
+	struct par_op piece = *o;
+	piece.flops /= tp, piece.bytes /= tp;
+	double lat = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
+	if (inside)
+		step = lat + (step - lat) * par_comm_interference(p->cm, &piece, 2);
+	double slow = c * par_compute_interference(p->cm, &piece, 2), at = c, ring = 0;
+	double eps = 1e-12 * (kernel + tp * step);
+	if (gather) {
+		double end = (tp - 1) * step;   /* the last step's end */
+		for (uint32_t k = 1; k < tp; k++) {
+			double start = fmax(at, k * step);
+			at = start + (start <= end + eps ? slow : c);
+		}
+		return at - kernel;
+	}
+	for (uint32_t k = 1; k < tp; k++) {
+		ring = fmax(at, ring) + step;   /* piece k - 1's chunk sent on */
+		at += slow;                     /* piece k beside it           */
+	}
+	return fmax(at, ring) - kernel;
+}
+
+/* One op's tensor-parallel collectives (tp.c's rules), each alone on the
+ * TP group's links: the step waits for every one; with ov, those
+ * parallel.tp_overlap pipelines with the kernel cost what they add to it. */
+static double op_tp_s(struct par_planner *p, const struct par_op *o, enum par_phase ph,
+		      const struct par_training *local, uint32_t tp, int sp, int ov)
 {
 	if (tp < 2)
 		return 0;
 	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
 	double tokens = (double)local->seq * local->micro_batch, t = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (moe && par_kernel_is_mlp(ops[i].kernel))
-			continue;
-		enum sim_coll_op op[8];
-		double bytes[8];
-		unsigned k = par_tp_op_colls(&ops[i], ph, sp, tokens, p->m.hidden, op, bytes, 8);
-		for (unsigned j = 0; j < k; j++)
-			t += coll_s(p, op[j], bytes[j], PROBE_TP, &l);
-	}
+	enum sim_coll_op op[8];
+	double bytes[8];
+	unsigned k = par_tp_op_colls(o, ph, sp, tokens, p->m.hidden, op, bytes, 8);
+	int pipelined = ov && sp && par_tp_overlaps(o);
+	for (unsigned j = 0; j < k; j++)
+		t += pipelined ? tp_overlap_extra_s(p, o, bytes[j], tp, op[j] == SIM_COLL_ALLGATHER)
+			       : coll_s(p, op[j], bytes[j], PROBE_TP, &l);
+	return t;
+}
+
+/* The tensor-parallel collectives around a list's kernels (op_tp_s). */
+static double tp_comm_s(struct par_planner *p, const struct par_op *ops, size_t n,
+			enum par_phase ph, const struct par_training *local, uint32_t tp, int sp,
+			int ov, int moe)
+{
+	double t = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(moe && par_kernel_is_mlp(ops[i].kernel)))
+			t += op_tp_s(p, &ops[i], ph, local, tp, sp, ov);
 	return t;
 }
 
@@ -663,21 +717,6 @@ static double op_kernel_s(const struct par_planner *p, const struct par_op *o,
 		       : par_compute_time_s(p->cm, o);
 }
 
-/* Its tensor-parallel collectives, as tp_comm_s costs them, added to *acc
- * one by one. */
-static void op_tp_add(struct par_planner *p, const struct par_op *o, enum par_phase ph,
-		      const struct par_training *local, uint32_t tp, int sp, double *acc)
-{
-	if (tp < 2)
-		return;
-	struct par_layout l = { .tp = tp, .cp = 1, .pp = 1, .dp = 1, .ep = 1 };
-	double tokens = (double)local->seq * local->micro_batch;
-	enum sim_coll_op cop[8];
-	double bytes[8];
-	unsigned nc = par_tp_op_colls(o, ph, sp, tokens, p->m.hidden, cop, bytes, 8);
-	for (unsigned j = 0; j < nc; j++)
-		*acc += coll_s(p, cop[j], bytes[j], PROBE_TP, &l);
-}
 
 /*
  * A dense layer's ZeRO-3 modules and the kernels between them (struct
@@ -689,7 +728,7 @@ static void op_tp_add(struct par_planner *p, const struct par_op *o, enum par_ph
  * forward's and backward's do not pair as the builder's fetches do.
  */
 static void zero3_modules(struct par_planner *p, const struct par_training *local, uint32_t tp,
-			  uint32_t cp, int sp, struct par_dps_fetch *f)
+			  uint32_t cp, int sp, int ov, struct par_dps_fetch *f)
 {
 	struct par_op ops[64];
 	memset(f, 0, sizeof(*f));
@@ -711,8 +750,8 @@ static void zero3_modules(struct par_planner *p, const struct par_training *loca
 					f->grads[k] = o->k * o->n;
 				seg[k++] = 0;
 			}
-			double t = op_kernel_s(p, o, local, tp, cp);
-			op_tp_add(p, o, phase, local, tp, sp, &t);
+			double t = op_kernel_s(p, o, local, tp, cp) +
+				   op_tp_s(p, o, phase, local, tp, sp, ov);
 			if (k)
 				seg[k - 1] += t;
 			else
@@ -741,7 +780,7 @@ none:
  * experts are left out, as kernels_s leaves them.
  */
 static void interference_profile(struct par_planner *p, const struct par_training *local,
-				 uint32_t tp, uint32_t cp, int sp, int moe, struct shape *s)
+				 uint32_t tp, uint32_t cp, int sp, int ov, int moe, struct shape *s)
 {
 	struct par_op ops[64];
 	for (int ph = 0; ph < 2; ph++) {
@@ -755,7 +794,7 @@ static void interference_profile(struct par_planner *p, const struct par_trainin
 				continue;
 			int ring = o->cls == PAR_OP_ATTENTION && cp > 1;
 			double t = op_kernel_s(p, o, local, tp, cp);
-			op_tp_add(p, o, phase, local, tp, sp, &at);
+			at += op_tp_s(p, o, phase, local, tp, sp, ov);
 			if (k < PAR_PLAN_PROFILE && !ring) {   /* losses summed */
 				s->prof_at[ph][k] = at;
 				s->prof_loss[ph][k] = (k ? s->prof_loss[ph][k - 1] : 0) +
@@ -771,24 +810,26 @@ static void interference_profile(struct par_planner *p, const struct par_trainin
 /* The kernel times and activations of one shape, from the cache (by value:
  * the cache moves as it grows). */
 static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, uint32_t cp,
-				    int sp, enum par_recompute rc, int moe, uint32_t ep,
+				    int sp, int ov, enum par_recompute rc, int moe, uint32_t ep,
 				    double load, unsigned blocks)
 {
+	ov = ov && sp && tp > 1;
 	for (size_t i = 0; i < p->ncache; i++) {
 		const struct shape *c = &p->cache[i];
-		if (c->tp == tp && c->mb == mb && c->cp == cp && c->sp == sp && c->rc == rc &&
+		if (c->tp == tp && c->mb == mb && c->cp == cp && c->sp == sp && c->ov == ov &&
+		    c->rc == rc &&
 		    c->moe == moe && c->ep == ep && c->load == load && c->blocks == blocks)
 			return *c;
 	}
 	struct par_training local = p->tr;
 	local.micro_batch = mb, local.seq = p->tr.seq / cp, local.recompute = rc;
 	struct par_op ops[64];
-	struct shape s = { .tp = tp, .mb = mb, .cp = cp, .ep = ep, .sp = (uint8_t)sp,
+	struct shape s = { .tp = tp, .mb = mb, .cp = cp, .ep = ep, .sp = (uint8_t)sp, .ov = (uint8_t)ov,
 			   .rc = (uint8_t)rc, .moe = (uint8_t)moe, .load = load, .blocks = blocks };
 	size_t n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_FWD, ops, ARRAY_SIZE(ops));
 	double efwd = moe ? experts_s(p, &local, tp, ep, load, PAR_FWD) : 0;
 	s.fwd = kernels_s(p, ops, n, &local, tp, cp, moe) + efwd;
-	s.tp_fwd = tp_comm_s(p, ops, n, PAR_FWD, &local, tp, sp, moe);
+	s.tp_fwd = tp_comm_s(p, ops, n, PAR_FWD, &local, tp, sp, ov, moe);
 	s.slow_fwd = slowed_s(p, ops, n, moe, blocks);
 	n = par_layer_ops_sp(&p->m, &local, tp, sp, PAR_BWD, ops, ARRAY_SIZE(ops));
 	/* A recomputed MLP reruns the whole MoE forward (builder.c). */
@@ -798,7 +839,7 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 	s.bwd = kernels_s(p, ops, n, &local, tp, cp, moe) +
 		(moe ? experts_s(p, &local, tp, ep, load, PAR_BWD) : 0) +
 		(s.moe_recomputed ? efwd : 0);
-	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, moe);
+	s.tp_bwd = tp_comm_s(p, ops, n, PAR_BWD, &local, tp, sp, ov, moe);
 	s.slow_bwd = slowed_s(p, ops, n, moe, blocks);
 	for (size_t i = 0; i < n; i++)   /* what a split backward's weight pass runs */
 		if (ops[i].part == PAR_PART_DW && !ops[i].recompute &&
@@ -829,10 +870,10 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 		enum par_phase phase = ph ? PAR_BWD : PAR_FWD;
 		n = par_embed_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
 		s.embed += kernels_s(p, ops, n, &local, tp, 1, 0) +
-			   tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+			   tp_comm_s(p, ops, n, phase, &local, tp, sp, ov, 0);
 		n = par_head_ops(&p->m, &local, tp, phase, ops, ARRAY_SIZE(ops));
 		s.head += kernels_s(p, ops, n, &local, tp, 1, 0) +
-			  tp_comm_s(p, ops, n, phase, &local, tp, sp, 0);
+			  tp_comm_s(p, ops, n, phase, &local, tp, sp, ov, 0);
 		if (!ph)
 			s.embed_fwd = s.embed, s.head_fwd = s.head;
 		for (size_t i = 0; ph && i < n; i++)
@@ -860,9 +901,9 @@ static struct shape shape_of(struct par_planner *p, uint32_t tp, uint32_t mb, ui
 					     p->base.zero3.prefetch_bucket,
 					     p->base.zero3.max_live);
 	if (!moe)
-		zero3_modules(p, &local, tp, cp, sp, &s.zero3);
+		zero3_modules(p, &local, tp, cp, sp, ov, &s.zero3);
 	if (p->interference)
-		interference_profile(p, &local, tp, cp, sp, moe, &s);
+		interference_profile(p, &local, tp, cp, sp, ov, moe, &s);
 	if (p->ncache == p->capcache) {
 		p->capcache = p->capcache ? 2 * p->capcache : 64;
 		p->cache = xreallocarray(p->cache, p->capcache, sizeof(*p->cache));
@@ -1173,10 +1214,11 @@ static int estimate(struct par_planner *p, struct par_candidate *c, const struct
 				    1 << 20, &blocks, err, sizeof(err)) || !blocks)
 			blocks = 1;
 	}
-	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, c->recompute, 0, 1,
+	const struct shape sh = shape_of(p, l->tp, c->micro_batch, l->cp, l->sp, l->tp_overlap,
+					 c->recompute, 0, 1,
 					 1, blocks);
 	const struct shape eh = moe ? shape_of(p, l->tp, c->micro_batch, l->cp, l->sp,
-					       c->recompute, 1, l->ep, moe_load_of(p, l, v),
+					       l->tp_overlap, c->recompute, 1, l->ep, moe_load_of(p, l, v),
 					       blocks) : sh;
 	const struct shape *s = &sh, *e = &eh;
 	double frac = moe ? 1.0 / (m->moe.every ? m->moe.every : 1) : 0;
