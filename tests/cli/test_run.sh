@@ -165,6 +165,13 @@ printf 'cluster:\n  topology: ideal\n  gpu: H100-SXM-80GB\n  nodes: 1\n  network
 f=$(printf 'cluster:\n  preset: bad\nmodel:\n  preset: gpt3-1.3b\ntraining:\n  seq: 2048\n  global_batch: 8\n' |
 	scenario bad-preset)
 expect_fail "file: an invalid preset file" "clusters/bad.yaml:6: cluster.network.bandwidth" "$f"
+expect_fail "tp_overlap without sp" "parallel.tp_overlap: .* set parallel.sp: true" "$LESSON" --set parallel.dp=4 \
+	--set parallel.tp=2 --set parallel.tp_overlap=true
+# With SP it runs and the overlapped GEMMs are split in pieces.
+"$CS" run "$LESSON" --set parallel.tp=2 --set parallel.dp=4 --set parallel.sp=true --set parallel.tp_overlap=true \
+	--set sim.fidelity=analytic --db "$T/tpo.db" >"$T/out" 2>"$T/err" &&
+	[ "$(sqlite3 "$T/tpo.db" "SELECT count(*) FROM ops WHERE name LIKE '%.qkv.piece1'")" -gt 0 ] &&
+	ok "tp_overlap: GEMM pieces in the timeline" || bad "tp_overlap run: $(cat "$T/err")"
 "$CS" run >/dev/null 2>"$T/err"; [ $? = 2 ] && grep -q "expected one scenario file" "$T/err" &&
 	ok "run without a scenario: exit 2" || bad "run without a scenario: $(cat "$T/err")"
 

@@ -327,8 +327,11 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 	static const char *const rsag[] = { "auto", "ring", "rd" };
 	static const char *const a2a[] = { "auto", "pairwise" };
 	kv(y, "parallel.tp", "%u", l->tp);
-	if (l->tp > 1 && one_in(in, 2))
+	if (l->tp > 1 && one_in(in, 2)) {
 		kv(y, "parallel.sp", "true");
+		if (one_in(in, 2))
+			kv(y, "parallel.tp_overlap", "true");
+	}
 	if (!c->ideal && (c->gpn % l->tp || l->tp > c->gpn) && !one_in(in, 4))
 		kv(y, "parallel.tp_across_nodes", "true");
 	if (l->cp > 1) {
