@@ -167,7 +167,7 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 			lp = SIM_PHASE_RECOMPUTE;
 		else if (lp == SIM_PHASE_BWD && b->weight_pass)
 			lp = SIM_PHASE_WEIGHT;
-		if (!par_tp_overlapped(b, o, ph, where, name, d, lp)) {
+		if (!par_tp_overlapped(b, o, ph, where, name, lp)) {
 			b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d,
 							      o->flops, o->bytes);
 			par_b_label(b, lp, 1, o->name);

@@ -634,43 +634,56 @@ static double experts_s(const struct par_planner *p, const struct par_training *
 
 /*
  * What a kernel's collective adds to it when parallel.tp_overlap pipelines
- * the two (tp.c, SPEC C30): t pieces of the kernel beside t - 1 ring steps
- * of bytes / t to the next TP rank, Tc/t + (t-1) max(Tc/t, step) less Tc.
+ * the two (tp.c, SPEC C30): t pieces of the kernel (par_tp_piece, each
+ * timed as the GEMM it is) beside t - 1 ring steps of bytes / t to the next
+ * TP rank, c + (t-1) max(c, step) less the whole kernel's Tc.
  * With compute.interference the pieces run as the engine runs them: a
- * piece that starts while a step moves (or as one starts: which comes
- * first at one instant depends on the ranks' order, and the slowest rank
- * sets the pace) is slowed whole by f, the steps beside the pieces by the
- * NVLink factor; the first piece starts alone. The all-gather's steps run
- * back to back, piece k + 1 waiting for step k; the reduce-scatter's
- * pieces run back to back, step k waiting for piece k and step k - 1.
+ * piece that starts while a step moves is slowed whole by f, the steps
+ * beside the pieces by the NVLink factor; the first piece starts alone.
+ * The all-gather's steps run back to back and piece k waits for step
+ * k - 1: a piece that starts before the ring's end, as the next step
+ * begins, runs beside it. The reduce-scatter's pieces run back to back and
+ * step k waits for piece k and step k - 1: a piece runs beside the step
+ * its predecessor started with it only where the ring is behind. (Which of
+ * two ops due at one instant the engine starts first follows the order of
+ * the ranks' events, so a piece due as a step starts is slowed on some
+ * ranks and not on others: such a tie counts half.)
  */
 static double tp_overlap_extra_s(const struct par_planner *p, const struct par_op *o,
 				 double bytes, uint32_t tp, int gather)
 {
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
 	int inside = p->cl.kind != TOPO_IDEAL && tp <= gpn;
-	double kernel = par_compute_time_s(p->cm, o), c = kernel / tp;
+	struct par_op piece;
+	par_tp_piece(o, tp, &piece);
+	double kernel = par_compute_time_s(p->cm, o), c = par_compute_time_s(p->cm, &piece);
 	double step = hop_s(p, bytes / tp, inside);
 	if (!p->interference)
-		return par_tp_overlap_s(tp, kernel, step) - kernel;
-	struct par_op piece = *o;
-	piece.flops /= tp, piece.bytes /= tp;
+		return par_tp_overlap_s(tp, c * tp, step) - kernel;
 	double lat = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
 	if (inside)
 		step = lat + (step - lat) * par_comm_interference(p->cm, &piece, 2);
 	double slow = c * par_compute_interference(p->cm, &piece, 2), at = c, ring = 0;
 	double eps = 1e-12 * (kernel + tp * step);
+	double tie = (c + slow) / 2;
 	if (gather) {
 		double end = (tp - 1) * step;   /* the last step's end */
 		for (uint32_t k = 1; k < tp; k++) {
-			double start = fmax(at, k * step);
-			at = start + (start <= end + eps ? slow : c);
+			double start = fmax(at, k * step);  /* its chunk in, or the piece before */
+			/* beside the ring; as a step begins (the chunk came just
+			 * now, and step k follows unless this is the last): a tie */
+			int chunk = start <= k * step + eps;
+			at = start + (start > end + eps || (chunk && k == tp - 1) ? c
+				      : chunk ? tie : slow);
 		}
 		return at - kernel;
 	}
 	for (uint32_t k = 1; k < tp; k++) {
-		ring = fmax(at, ring) + step;   /* piece k - 1's chunk sent on */
-		at += slow;                     /* piece k beside it           */
+		/* piece k: beside step k - 2 if it still moves, else step k - 1
+		 * starts with it (a tie) */
+		int behind = ring > at + eps;
+		ring = fmax(at, ring) + step;   /* step k - 1: piece k - 1's chunk */
+		at += behind ? slow : tie;
 	}
 	return fmax(at, ring) - kernel;
 }

@@ -88,6 +88,16 @@ int par_tp_overlaps(const struct par_op *o)
 	}
 }
 
+void par_tp_piece(const struct par_op *o, uint32_t t, struct par_op *piece)
+{
+	*piece = *o;
+	piece->m = o->m / t;
+	piece->flops = o->flops / t;
+	double all = o->m * o->k + o->k * o->n + o->m * o->n;
+	if (all > 0)   /* the weight read whole, the rows' inputs and outputs a t-th */
+		piece->bytes = o->bytes * (piece->m * o->k + o->k * o->n + piece->m * o->n) / all;
+}
+
 double par_tp_overlap_s(uint32_t t, double kernel_s, double step_s)
 {
 	double piece = kernel_s / t;
@@ -124,9 +134,11 @@ static uint32_t ring_p2p(struct builder *b, int send, const char *coll, unsigned
 }
 
 /*
- * Kernel o (named name, of duration d, labelled lp) as t pieces pipelined
- * with its SP collective's t - 1 ring steps of S / t bytes each (SPEC C30),
- * the steps on the TP streams beside the compute stream. All-gather before
+ * Kernel o (named name, labelled lp) as t pieces pipelined with its SP
+ * collective's t - 1 ring steps of S / t bytes each (SPEC C30), the steps on
+ * the TP streams beside the compute stream. Each piece is a GEMM of a t-th
+ * of the rows (par_tp_piece), timed by the compute model as such: its own
+ * launch, and the efficiency of its shape. All-gather before
  * a column-parallel GEMM: piece 0 multiplies the rank's own shard while
  * step 0 passes it on; step k passes on what step k - 1 received and piece
  * k + 1 multiplies it. Reduce-scatter after a row-parallel GEMM: piece k
@@ -135,7 +147,7 @@ static uint32_t ring_p2p(struct builder *b, int send, const char *coll, unsigned
  * (nothing appended) where the kernel's collective is not overlapped.
  */
 int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase ph,
-		      const char *where, const char *name, sim_ps d, enum sim_phase lp)
+		      const char *where, const char *name, enum sim_phase lp)
 {
 	const struct tp_rule *r = overlapped_rule(b, o, ph);
 	if (!r)
@@ -148,14 +160,15 @@ int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase 
 	sim_fmt(coll, sizeof(coll), "tp.%s.%s.%s.%s.%s", where, mb,
 		ph == PAR_BWD && !o->recompute ? "bwd" : "fwd", o->name, sim_coll_op_name(r->op));
 	uint32_t start = b->last_compute, recv = NO_OP;
-	sim_ps piece_ps = d / t;
+	struct par_op part;
+	par_tp_piece(o, t, &part);
+	sim_ps piece_ps = sim_ps_from_s(par_compute_time_s(b->t->compute, &part));
 	for (uint32_t k = 0; k < t; k++) {
 		if (k && r->before)
 			par_b_wait(b, recv);  /* piece k multiplies what step k - 1 got */
 		sim_fmt(piece_name, sizeof(piece_name), "%s.piece%u", name, k);
-		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, piece_name,
-						      k + 1 < t ? piece_ps : d - (t - 1) * piece_ps,
-						      o->flops / t, o->bytes / t);
+		b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, piece_name, piece_ps,
+						      part.flops, part.bytes);
 		par_b_label(b, lp, 1, o->name);
 		par_b_take_waits(b);
 		if (k + 1 == t)

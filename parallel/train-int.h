@@ -161,11 +161,11 @@ struct sim_program *par_b_build_with(const struct par_step *s, struct builder *b
 /* tp.c: the tensor-parallel collectives a kernel needs before (or after) it. */
 void par_tp_hook(struct builder *b, const struct par_op *o, enum par_phase ph, int before,
 		 const char *where);
-/* tp.c: with parallel.tp_overlap, kernel o (named name, of duration d,
- * labelled lp) in pieces pipelined with its collective's ring steps; 0
- * (nothing appended) where its collective is not overlapped. */
+/* tp.c: with parallel.tp_overlap, kernel o (named name, labelled lp) in
+ * pieces pipelined with its collective's ring steps; 0 (nothing appended)
+ * where its collective is not overlapped. */
 int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase ph,
-		      const char *where, const char *name, sim_ps d, enum sim_phase lp);
+		      const char *where, const char *name, enum sim_phase lp);
 /* cp.c: an attention kernel under context parallelism (ring or Ulysses). */
 void par_cp_attention(struct builder *b, const struct par_op *o, int bwd, const char *where);
 /* moe_step.c: the MoE MLP of the layer being built (b->moe_layer), and
