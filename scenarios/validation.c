@@ -126,11 +126,13 @@ static int read_cases(struct validation *v, char *err, size_t errlen)
 			c->metric = VAL_ITERATION;
 		else if (!strcmp(metric, "model_state_memory_per_gpu"))
 			c->metric = VAL_MODEL_STATES;
+		else if (!strcmp(metric, "tokens_per_s_per_gpu"))
+			c->metric = VAL_TOKENS;
 		else
 			rc = fail(VAL_BADINPUT, err, errlen, "%s:%zu: column 'metric': expected "
-				       "achieved_tflops_per_gpu, iteration_time or "
-				       "model_state_memory_per_gpu, got '%s'", sh.path, sh.line[r],
-				       metric);
+				       "achieved_tflops_per_gpu, iteration_time, "
+				       "model_state_memory_per_gpu or tokens_per_s_per_gpu, got '%s'",
+				       sh.path, sh.line[r], metric);
 		if (rc == VAL_OK && sheet_pos(&sh, r, col[4], &c->measured, e, sizeof(e)) < 0)
 			rc = fail(VAL_BADINPUT, err, errlen, "%s", e);
 		if (rc == VAL_OK && c->metric == VAL_TFLOPS && strcmp(c->formula, "megatron_sc21") &&
@@ -301,6 +303,8 @@ int val_run_case(struct validation *v, size_t i, char *err, size_t errlen)
 			       s.path, e);
 	} else if (c->metric == VAL_ITERATION) {
 		c->predicted = r.step_time_s;
+	} else if (c->metric == VAL_TOKENS) {
+		c->predicted = r.tokens_per_s / r.gpus;
 	} else {
 		double F = 0;
 		val_formula_flops(c->formula, &s.model, &s.training, &F);
@@ -401,7 +405,7 @@ struct val_stats val_coll_stats(const struct val_coll *c, double min_bytes)
 static const char *metric_label(enum val_metric m)
 {
 	return m == VAL_TFLOPS ? "TFLOP/s per GPU" : m == VAL_ITERATION ? "iteration s"
-								     : "model states GB";
+	       : m == VAL_TOKENS ? "tokens/s per GPU" : "model states GB";
 }
 
 static void print_calibration(FILE *f, const struct validation *v)
@@ -475,7 +479,7 @@ void val_write_page(FILE *f, const struct validation *v)
 	struct val_stats tput = val_case_stats(v, NULL, 1);
 	fprintf(f, "## Training runs\n\n**Training throughput: median absolute error %.1f %% "
 		"over %zu cases (target: at most %.0f %%), worst %.1f %%.** Throughput is the "
-		"published TFLOP/s per GPU, or 1 / iteration time.\n\n", tput.median * 100,
+		"published TFLOP/s or tokens/s per GPU, or 1 / iteration time.\n\n", tput.median * 100,
 		tput.n, TARGET_ERR * 100, tput.worst * 100);
 	fprintf(f, "| group | cases | median abs. error | worst |\n|---|---|---|---|\n");
 	for (size_t i = 0; i < v->ncases; i++) {
@@ -492,7 +496,7 @@ void val_write_page(FILE *f, const struct validation *v)
 		const struct val_case *c = &v->cases[i];
 		fprintf(f, "| %s | %u | %u | %u | %u | %u | %s | %g | ", c->id, c->gpus, c->tp,
 			c->pp, c->dp, c->vpp, metric_label(c->metric), c->measured);
-		int prec = c->metric == VAL_TFLOPS ? 1 : 2;
+		int prec = c->metric == VAL_TFLOPS || c->metric == VAL_TOKENS ? 1 : 2;
 		if (c->predicted < 0)
 			fprintf(f, "- | %s |\n", c->why);
 		else if (*c->why)
@@ -551,7 +555,8 @@ void val_write_json(FILE *f, const struct validation *v)
 		fprintf(f, "%s{\"id\": \"%s\", \"group\": \"%s\", \"metric\": \"%s\", "
 		       "\"measured\": %g, \"predicted\": ", i ? ", " : "", c->id, c->group,
 		       c->metric == VAL_TFLOPS ? "achieved_tflops_per_gpu"
-		       : c->metric == VAL_ITERATION ? "iteration_time" : "model_state_memory_per_gpu",
+		       : c->metric == VAL_ITERATION ? "iteration_time"
+		       : c->metric == VAL_TOKENS ? "tokens_per_s_per_gpu" : "model_state_memory_per_gpu",
 		       c->measured);
 		if (c->predicted < 0)
 			fprintf(f, "null, \"error\": null}");

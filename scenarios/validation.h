@@ -31,7 +31,7 @@ enum { VAL_OK = 0, VAL_BADINPUT = -1, VAL_FAIL = -2 };
 /* The target on training throughput and bus bandwidth: 10 %. */
 #define VAL_TARGET_ERR 0.10
 
-enum val_metric { VAL_TFLOPS, VAL_ITERATION, VAL_MODEL_STATES };
+enum val_metric { VAL_TFLOPS, VAL_ITERATION, VAL_MODEL_STATES, VAL_TOKENS };
 
 struct val_case {
 	char *id, *file, *group, *unit, *formula, *source;
