@@ -335,7 +335,7 @@ static const char *const key_names[PAR_PK_N] = {
 	[PAR_PK_TP] = "tp", [PAR_PK_SP] = "sp", [PAR_PK_PP] = "pp", [PAR_PK_VPP] = "vpp",
 	[PAR_PK_CP] = "cp", [PAR_PK_EP] = "ep", [PAR_PK_DP] = "dp",
 	[PAR_PK_MB] = "micro_batch", [PAR_PK_ZERO] = "zero", [PAR_PK_RECOMPUTE] = "recompute",
-	[PAR_PK_SCHEDULE] = "schedule",
+	[PAR_PK_SCHEDULE] = "schedule", [PAR_PK_TP_OVERLAP] = "tp_overlap",
 };
 static const char *const rc_names[] = { "none", "selective", "full" };
 
@@ -359,6 +359,7 @@ uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k)
 	case PAR_PK_ZERO: return l->zero;
 	case PAR_PK_RECOMPUTE: return (uint32_t)c->recompute;
 	case PAR_PK_SCHEDULE: return l->schedule;
+	case PAR_PK_TP_OVERLAP: return l->tp_overlap;
 	case PAR_PK_N: break;
 	}
 	BUG("unknown plan key %d", (int)k);
@@ -373,6 +374,7 @@ int par_plan_key_of_scenario(const char *key)
 		{ "parallel.dp", PAR_PK_DP }, { "training.micro_batch", PAR_PK_MB },
 		{ "parallel.zero", PAR_PK_ZERO }, { "parallel.strategy", PAR_PK_ZERO },
 		{ "parallel.fsdp.enabled", PAR_PK_ZERO }, { "training.recompute", PAR_PK_RECOMPUTE },
+		{ "parallel.tp_overlap", PAR_PK_TP_OVERLAP },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(key, keys[i].name))
@@ -407,10 +409,11 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 		k = par_plan_key_of_scenario(key);
 	if (k < 0)
 		return sim_errf(err, errlen, "option %s: unknown key '%s': expected tp, sp, pp, vpp, "
-				"cp, ep, dp, zero, micro_batch (mb), recompute or schedule", opt, key);
+				"cp, ep, dp, zero, micro_batch (mb), recompute, schedule or "
+				"tp_overlap", opt, key);
 	const char *v = eq + 1;
 	*r = (struct par_plan_rule){ .key = (enum par_plan_key)k, .exclude = exclude };
-	if (k == PAR_PK_SP) {
+	if (k == PAR_PK_SP || k == PAR_PK_TP_OVERLAP) {
 		if (!strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
 			r->value = 1;
 		else if (!strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
@@ -457,8 +460,8 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 
 void par_plan_rule_text(const struct par_plan_rule *r, char *buf, size_t len)
 {
-	if (r->key == PAR_PK_SP)
-		snprintf(buf, len, "sp=%s", r->value ? "true" : "false");
+	if (r->key == PAR_PK_SP || r->key == PAR_PK_TP_OVERLAP)
+		snprintf(buf, len, "%s=%s", par_plan_key_name(r->key), r->value ? "true" : "false");
 	else if (r->key == PAR_PK_RECOMPUTE)
 		snprintf(buf, len, "recompute=%s", r->value < 3 ? rc_names[r->value] : "?");
 	else if (r->key == PAR_PK_SCHEDULE)
@@ -473,7 +476,7 @@ const char *par_plan_family_name(unsigned i)
 	static const char *const names[PAR_PLAN_NFAMILIES] = {
 		"no pipeline", "pipeline", "interleaved pipeline", "ZeRO-3",
 		"replicated parameters", "context parallel", "expert parallel",
-		"zero-bubble pipeline",
+		"zero-bubble pipeline", "overlapped TP", "blocking TP",
 	};
 	return i < PAR_PLAN_NFAMILIES ? names[i] : "?";
 }
@@ -490,6 +493,8 @@ bool par_plan_in_family(unsigned i, const struct par_candidate *c)
 	case 5: return l->cp > 1;
 	case 6: return l->ep > 1;
 	case 7: return l->pp > 1 && par_schedule(l->schedule)->splits;
+	case 8: return l->tp > 1 && l->sp && l->tp_overlap;
+	case 9: return l->tp > 1 && !(l->sp && l->tp_overlap);
 	default: return false;
 	}
 }
@@ -1460,6 +1465,7 @@ void par_plan_key_set(struct par_candidate *c, enum par_plan_key k, uint32_t v)
 	case PAR_PK_ZERO: l->zero = v; break;
 	case PAR_PK_RECOMPUTE: c->recompute = (enum par_recompute)v; break;
 	case PAR_PK_SCHEDULE: l->schedule = v; break;
+	case PAR_PK_TP_OVERLAP: l->tp_overlap = v != 0; break;
 	case PAR_PK_N: BUG("unknown plan key");
 	}
 }
@@ -1542,7 +1548,7 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 		for (uint32_t mi = 0; mi < nmb; mi++)
 		for (uint32_t z = 0; z < 4; z++)
 		for (int rc = 0; rc < 3; rc++)
-		for (int sp = 0; sp < (tps[a] > 1 ? 2 : 1); sp++) {
+		for (int sp = 0; sp < (tps[a] > 1 ? 3 : 1); sp++) {
 			/* With flash attention there is no attention core to keep, so
 			 * selective recomputation is the same layout as none. */
 			if (rc == PAR_RECOMPUTE_SELECTIVE && p->tr.flash_attention)
@@ -1552,7 +1558,10 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			struct par_layout *l = &k.layout;
 			l->tp = tps[a], l->cp = cps[b], l->pp = pps[d], l->vpp = vpps[vi];
 			l->dp = dp, l->ep = eps[ei], l->zero = z;
-			l->sp = sp, l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
+			/* sp 2: sequence parallelism with its collectives
+			 * overlapped (parallel.tp_overlap) */
+			l->sp = sp > 0, l->tp_overlap = sp == 2;
+			l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;
 			/* A schedule that splits the backward where the layout

@@ -37,7 +37,7 @@ enum par_drop { PAR_DROP_INVALID, PAR_DROP_MEMORY, PAR_DROP_RULES, PAR_DROP_NCAU
 /* The keys a plan varies, which rules hold or exclude. */
 enum par_plan_key {
 	PAR_PK_TP, PAR_PK_SP, PAR_PK_PP, PAR_PK_VPP, PAR_PK_CP, PAR_PK_EP, PAR_PK_DP,
-	PAR_PK_MB, PAR_PK_ZERO, PAR_PK_RECOMPUTE, PAR_PK_SCHEDULE, PAR_PK_N
+	PAR_PK_MB, PAR_PK_ZERO, PAR_PK_RECOMPUTE, PAR_PK_SCHEDULE, PAR_PK_TP_OVERLAP, PAR_PK_N
 };
 
 /*
@@ -145,7 +145,7 @@ void par_plan_key_set(struct par_candidate *c, enum par_plan_key k, uint32_t v);
  * A layout may be in several. par_plan_family_name(i) for i below
  * PAR_PLAN_NFAMILIES; par_plan_in_family says whether c is in family i.
  */
-#define PAR_PLAN_NFAMILIES 8
+#define PAR_PLAN_NFAMILIES 10
 const char *par_plan_family_name(unsigned i);
 bool par_plan_in_family(unsigned i, const struct par_candidate *c);
 

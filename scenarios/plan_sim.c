@@ -41,7 +41,7 @@ void scn_plan_layout_name(const struct par_candidate *c, char *buf, size_t len)
 	const char *name = o ? o->name : "?";
 	int plain = o && !strcmp(name, l->vpp > 1 ? "interleaved" : "1f1b");
 	snprintf(buf, len, "tp%u%s pp%u vpp%u cp%u ep%u dp%u mb%u zero%u rc=%s%s%s", l->tp,
-		 l->sp ? "+sp" : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
+		 l->sp ? (l->tp_overlap ? "+sp+ov" : "+sp") : "", l->pp, l->vpp, l->cp, l->ep, l->dp, c->micro_batch, l->zero,
 		 rc[c->recompute], plain ? "" : " ", plain ? "" : name);
 }
 
@@ -414,6 +414,7 @@ int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 		};
 		snprintf(r->recompute, sizeof(r->recompute), "%s", rc_names[x->c.recompute]);
 		snprintf(r->schedule, sizeof(r->schedule), "%s", par_schedule(l->schedule)->name);
+		r->tp_overlap = l->tp_overlap;
 		figs_of(&x->r, r->fig);
 		if (isnan(x->sim_s))
 			for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)
@@ -447,6 +448,7 @@ int scn_plan_load(struct sqlite3 *db, int64_t id, struct scn_plan_head *h,
 		struct par_layout *l = &x->c.layout;
 		x->est_rank = r->estimate_rank;
 		l->tp = r->tp, l->sp = r->sp != 0, l->pp = r->pp, l->vpp = r->vpp, l->cp = r->cp;
+		l->tp_overlap = r->tp_overlap != 0;
 		l->ep = r->ep, l->dp = r->dp, l->zero = r->zero;
 		x->c.micro_batch = r->micro_batch;
 		for (int j = 0; j < 3; j++)

@@ -223,6 +223,7 @@ static const char store_schema[] =
 	"  families TEXT,\n"
 	"  compared INTEGER,\n"
 	"  schedule TEXT,\n"
+	"  tp_overlap INTEGER,\n"
 	"  PRIMARY KEY (plan_id, place));\n"
 	"CREATE TABLE IF NOT EXISTS metrics (\n"
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
@@ -651,7 +652,8 @@ static int store_user_version(struct sim_store *st)
 /*
  * A database of version 3 to 6: the columns it lacks (the ops' labels in
  * op_defs, version 5; the ranks' interference_ps, version 6; the plan
- * layouts' schedule, version 7, where it has plan_layouts: store_schema
+ * layouts' schedule, version 7, and tp_overlap, version 8, where it has
+ * plan_layouts: store_schema
  * makes the table whole where it has none), and the ops
  * view dropped for store_schema to make it again with them. Its earlier runs' ops have NULL labels; the readers
  * derive them from the names (store_read.c). Inside the schema's
@@ -663,7 +665,7 @@ static int store_migrate_columns(struct sim_store *st)
 		{ "op_defs", "layer INTEGER" }, { "op_defs", "mb INTEGER" },
 		{ "op_defs", "chunk INTEGER" }, { "op_defs", "phase TEXT" },
 		{ "op_defs", "kernel TEXT" }, { "ranks", "interference_ps INTEGER" },
-		{ "plan_layouts", "schedule TEXT" },
+		{ "plan_layouts", "schedule TEXT" }, { "plan_layouts", "tp_overlap INTEGER" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cols); i++) {
 		char sql[160];
@@ -1535,9 +1537,9 @@ int64_t sim_store_plan_write(sqlite3 *db, const struct sim_store_plan_head *h,
 		"micro_batch, zero, recompute, estimate_s, step_time_s, flow_step_time_s, failed, mfu, "
 		"tokens_per_s, peak_bytes, reserve_bytes, capacity_bytes, compute_s, interference_s, "
 		"bubble_s, exposed_comm_s, idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, "
-		"exposed_cp_s, exposed_host_s, families, compared, schedule) VALUES (?, ?, ?, ?, ?, "
+		"exposed_cp_s, exposed_host_s, families, compared, schedule, tp_overlap) VALUES (?, ?, "
 		"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-		"?)";
+		"?, ?, ?, ?, ?)";
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return plan_sql_fail(db, err, errlen, "starting the plan's transaction");
@@ -1584,6 +1586,7 @@ int64_t sim_store_plan_write(sqlite3 *db, const struct sim_store_plan_head *h,
 		sqlite3_bind_text(s, k++, r->families, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int(s, k++, r->compared);
 		sqlite3_bind_text(s, k++, r->schedule, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, k++, r->tp_overlap);
 		if (sqlite3_step(s) != SQLITE_DONE)
 			goto fail;
 	}
@@ -1640,21 +1643,25 @@ int sim_store_plan_read(sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
 	h->rho = plan_col_num(s, 11);
 	h->wall_s = sqlite3_column_double(s, 12);
 	sqlite3_finalize(s);
-	/* A version 6 file read as it is has no schedule column. */
-	int sched = 0;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('plan_layouts') "
-			       "WHERE name = 'schedule'", -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW)
+	/* A version 6 file read as it is has no schedule column, a version 6
+	 * or 7 file no tp_overlap. */
+	int sched = 0, ov = 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FILTER (WHERE name = 'schedule'), "
+			       "count(*) FILTER (WHERE name = 'tp_overlap') "
+			       "FROM pragma_table_info('plan_layouts')", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW) {
 		sched = sqlite3_column_int(s, 0) > 0;
+		ov = sqlite3_column_int(s, 1) > 0;
+	}
 	sqlite3_finalize(s);
-	char rows_sql[768];
+	char rows_sql[800];
 	snprintf(rows_sql, sizeof(rows_sql),
 		 "SELECT estimate_rank, tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero, recompute, "
 		 "estimate_s, step_time_s, flow_step_time_s, failed, mfu, tokens_per_s, peak_bytes, "
 		 "reserve_bytes, capacity_bytes, compute_s, interference_s, bubble_s, exposed_comm_s, "
 		 "idle_s, exposed_tp_s, exposed_dp_s, exposed_pp_s, exposed_cp_s, exposed_host_s, "
-		 "families, compared, %s FROM plan_layouts WHERE plan_id = ? ORDER BY place",
-		 sched ? "schedule" : "NULL");
+		 "families, compared, %s, %s FROM plan_layouts WHERE plan_id = ? ORDER BY place",
+		 sched ? "schedule" : "NULL", ov ? "tp_overlap" : "0");
 	if (sqlite3_prepare_v2(db, rows_sql, -1, &s, NULL) != SQLITE_OK)
 		return plan_sql_fail(db, err, errlen, "reading the plan's layouts");
 	sqlite3_bind_int64(s, 1, h->id);
@@ -1684,6 +1691,7 @@ int sim_store_plan_read(sqlite3 *db, int64_t id, struct sim_store_plan_head *h,
 		r->compared = sqlite3_column_int(s, 31);
 		snprintf(r->schedule, sizeof(r->schedule), "%s",
 			 sqlite3_column_text(s, 32) ? (const char *)sqlite3_column_text(s, 32) : "");
+		r->tp_overlap = (uint32_t)sqlite3_column_int64(s, 33);
 		n++;
 	}
 	sqlite3_finalize(s);

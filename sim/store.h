@@ -23,7 +23,7 @@
 struct sim_store;
 
 /* The schema version written in PRAGMA user_version. */
-#define SIM_STORE_SCHEMA_VERSION 7
+#define SIM_STORE_SCHEMA_VERSION 8
 
 /* PRAGMA application_id of every clustersim database: 0x434c534d, "CLSM"
  * in ASCII (decimal, as the pragma is written). */
@@ -273,6 +273,7 @@ struct sim_store_plan_row {
 	uint32_t tp, sp, pp, vpp, cp, ep, dp, micro_batch, zero;
 	char recompute[16];
 	char schedule[24];                /* "" where the file has none (version 6) */
+	uint32_t tp_overlap;              /* 0 where the file has none (6, 7) */
 	double estimate_s, step_time_s, flow_step_time_s;
 	char *failed;                     /* or NULL                          */
 	double fig[SIM_STORE_PLAN_FIGS];

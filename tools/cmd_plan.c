@@ -36,7 +36,7 @@ static const struct cli_opt plan_opts[] = {
 	  "override a scenario key (model, training, cluster) that the plan does not vary" },
 	{ "fix", 0, CLI_LIST, "KEY=V", NULL,
 	  "hold a varied key (tp, sp, pp, vpp, cp, ep, dp, zero, micro_batch, recompute, "
-	  "schedule) at V; repeat a key for any of several values" },
+	  "schedule, tp_overlap) at V; repeat a key for any of several values" },
 	{ "exclude", 0, CLI_LIST, "KEY=V", NULL, "drop the layouts with KEY at V (e.g. zero=3, pp=1)" },
 	{ "top", 'k', CLI_COUNT, "K", "3", "layouts to simulate in flow fidelity" },
 	{ "show", 0, CLI_COUNT, "N", "10", "rows of the ranking to print" },
@@ -137,10 +137,11 @@ static void print_json(const struct scn_plan_layout *v, size_t n, uint64_t total
 		const struct par_layout *l = &v[i].c.layout;
 		printf("%s{\"tp\":%u,\"sp\":%s,\"pp\":%u,\"vpp\":%u,\"cp\":%u,\"ep\":%u,\"dp\":%u,"
 		       "\"micro_batch\":%u,\"zero\":%u,\"recompute\":\"%s\",\"schedule\":\"%s\","
-		       "\"estimate_s\":%.9g,\"step_time_s\":", i ? "," : "", l->tp,
+		       "\"tp_overlap\":%s,\"estimate_s\":%.9g,\"step_time_s\":", i ? "," : "", l->tp,
 		       l->sp ? "true" : "false", l->pp, l->vpp, l->cp, l->ep, l->dp,
 		       v[i].c.micro_batch, l->zero, rc[v[i].c.recompute],
-		       par_schedule(l->schedule)->name, v[i].c.step_s);
+		       par_schedule(l->schedule)->name, l->sp && l->tp_overlap ? "true" : "false",
+		       v[i].c.step_s);
 		if (isnan(v[i].sim_s)) {   /* the simulation refused it: no figures */
 			printf("null,\"failed\":");
 			cli_json_str(stdout, v[i].why);
@@ -345,7 +346,7 @@ static const char *separating_term(const struct scn_plan_figures *x, const struc
 }
 
 /* "Why not": the best simulated layout of each family beside the winner. */
-static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
+static void print_families(const struct scn_plan_layout *v, size_t n, int moe, int ruled)
 {
 	printf("\nWhy not another family? The best simulated layout of each:\n");
 	printf("%-22s %-54s %10s %8s  %s\n", "family", "layout", "step(s)", "vs #1",
@@ -360,7 +361,8 @@ static void print_families(const struct scn_plan_layout *v, size_t n, int moe)
 				best = i;
 		char name[128];
 		if (best == n) {
-			printf("%-22s (no layout of it is valid and fits)\n", par_plan_family_name(f));
+			printf("%-22s (no layout of it is valid and fits%s)\n", par_plan_family_name(f),
+			       ruled ? " within --fix and --exclude" : "");
 			continue;
 		}
 		scn_plan_layout_name(&v[best].c, name, sizeof(name));
@@ -594,7 +596,7 @@ static int plan_run(struct cli_args *a)
 			       blocker);
 		if (m > 1 && !isnan(v[1].sim_s))
 			why(&v[0], &v[1], goal);
-		print_families(v, m, s.model.moe.experts > 0);
+		print_families(v, m, s.model.moe.experts > 0, nrules > 0);
 		if (comparing)
 			print_compare(v, m, find_layout(v, m, &cmp));
 	}

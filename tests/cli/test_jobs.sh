@@ -53,7 +53,7 @@ q() { sqlite3 "$T/j.db" "$1"; }
 	[ "$(q 'SELECT count(*) FROM ranks')" = 48 ] &&
 	[ "$(q 'SELECT count(*) FROM ranks WHERE tp IS NULL')" = 16 ] &&
 	[ "$(q "SELECT count(DISTINCT rank) FROM ops")" = 32 ] &&
-	[ "$(q 'SELECT user_version FROM pragma_user_version')" = 7 ] &&
+	[ "$(q 'SELECT user_version FROM pragma_user_version')" = 8 ] &&
 	ok "stored: 2 jobs, 16 shared links, 48 ranks (16 idle), timelines of 32" ||
 	bad "db: $(q 'SELECT count(*) FROM jobs') jobs, $(q 'SELECT count(*) FROM ops') ops"
 "$CS" plot "$T/j.db" --steps --svg "$T/steps.svg" 2>"$T/err" &&

@@ -121,10 +121,25 @@ sqlite3 "$T/v6.db" "ALTER TABLE plan_layouts DROP COLUMN schedule; PRAGMA user_v
 "$CS" report "$T/v6.db" --plan last > "$T/v6.out" 2> "$T/err" && ! grep -q "rc=[a-z]* zb-h1" "$T/v6.out" &&
 	ok "a version 6 plan reads back (no schedule stored: 1F1B)" || bad "v6: $(cat "$T/err")"
 "$CS" plan "$SC" --gpus 16 --analytic 4 --top 1 --db "$T/v6.db" > /dev/null 2> "$T/err" &&
-	[ "$(sqlite3 "$T/v6.db" "SELECT user_version FROM pragma_user_version")" = 7 ] &&
+	[ "$(sqlite3 "$T/v6.db" "SELECT user_version FROM pragma_user_version")" = 8 ] &&
 	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 1 AND schedule IS NULL")" -ge 1 ] &&
 	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 2 AND schedule IS NULL")" = 0 ] &&
-	ok "version 6 -> 7: the column added, old rows NULL" || bad "v6 -> v7: $(cat "$T/err")"
+	ok "version 6 -> 8: the column added, old rows NULL" || bad "v6 -> v8: $(cat "$T/err")"
+
+# parallel.tp_overlap: tried beside blocking TP wherever SP is; --fix and
+# --exclude hold it, the table marks it (+sp+ov), --db keeps it.
+"$CS" plan "$SC" --gpus 16 --analytic 6 --top 1 --fix tp_overlap=true --json --db "$T/ov.db" \
+	> "$T/ov.json" 2> "$T/err" && ok "plan with --fix tp_overlap=true" ||
+	bad "--fix tp_overlap: $(cat "$T/err")"
+n=$(rows "$T/ov.json" | grep -c '"tp":'); ov=$(rows "$T/ov.json" | grep -c '"sp":true.*"tp_overlap":true')
+[ "$n" -ge 1 ] && [ "$ov" = "$n" ] && [ "$(rows "$T/ov.json" | grep -c '"tp":1,')" = 0 ] &&
+	ok "every one of $n rows overlaps TP" || bad "$n rows, $ov overlapped"
+[ "$(sqlite3 "$T/ov.db" "SELECT count(*) FROM plan_layouts WHERE tp_overlap = 1")" = "$n" ] &&
+	"$CS" report "$T/ov.db" --plan last 2>/dev/null | grep -q "+sp+ov" &&
+	ok "--db keeps tp_overlap; report --plan shows it" || bad "tp_overlap in the database"
+"$CS" plan "$SC" --gpus 16 --analytic 6 --top 1 --exclude tp_overlap=true --json \
+	> "$T/nov.json" 2> "$T/err" && [ "$(rows "$T/nov.json" | grep -c '"tp_overlap":true')" = 0 ] &&
+	ok "--exclude tp_overlap=true: none overlapped" || bad "--exclude tp_overlap: $(cat "$T/err")"
 "$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 --json > "$T/all.json" 2> "$T/err"
 rows "$T/all.json" | grep -q '"schedule":"1f1b"' &&
 	"$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 2>/dev/null |
