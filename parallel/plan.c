@@ -374,7 +374,6 @@ int par_plan_key_of_scenario(const char *key)
 		{ "parallel.dp", PAR_PK_DP }, { "training.micro_batch", PAR_PK_MB },
 		{ "parallel.zero", PAR_PK_ZERO }, { "parallel.strategy", PAR_PK_ZERO },
 		{ "parallel.fsdp.enabled", PAR_PK_ZERO }, { "training.recompute", PAR_PK_RECOMPUTE },
-		{ "parallel.tp_overlap", PAR_PK_TP_OVERLAP },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(key, keys[i].name))
@@ -405,6 +404,9 @@ int par_plan_rule_parse(const char *text, bool exclude, struct par_plan_rule *r,
 	 * ZB-H1) */
 	if (k < 0 && !strcmp(key, "parallel.schedule"))
 		k = PAR_PK_SCHEDULE;
+	/* (nor this: it sets what the plan uses unless a rule names it) */
+	if (k < 0 && !strcmp(key, "parallel.tp_overlap"))
+		k = PAR_PK_TP_OVERLAP;
 	if (k < 0 && strcmp(key, "parallel.strategy") && strcmp(key, "parallel.fsdp.enabled"))
 		k = par_plan_key_of_scenario(key);
 	if (k < 0)
@@ -1529,6 +1531,12 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 	int zbh1_i = par_schedule_find("zb-h1");
 	BUG_ON(zbh1_i < 0);
 	uint32_t inter = (uint32_t)inter_i, f1b1 = (uint32_t)f1b1_i, zbh1 = (uint32_t)zbh1_i;
+	/* TP overlap: the scenario's, or both where a rule names it (the
+	 * estimate of overlapped layouts beside ZeRO-3's gathers and of
+	 * blocking ones does not yet rank the two alike: docs/plan.md). */
+	int both_ov = 0;
+	for (size_t i = 0; i < p->nrules; i++)
+		both_ov |= p->rules[i].key == PAR_PK_TP_OVERLAP;
 	for (uint32_t a = 0; a < ntp; a++)
 	for (uint32_t b = 0; b < ncp; b++)
 	for (uint32_t d = 0; d < npp; d++) {
@@ -1548,7 +1556,7 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 		for (uint32_t mi = 0; mi < nmb; mi++)
 		for (uint32_t z = 0; z < 4; z++)
 		for (int rc = 0; rc < 3; rc++)
-		for (int sp = 0; sp < (tps[a] > 1 ? 3 : 1); sp++) {
+		for (int sp = 0; sp < (tps[a] > 1 ? 2 + both_ov : 1); sp++) {
 			/* With flash attention there is no attention core to keep, so
 			 * selective recomputation is the same layout as none. */
 			if (rc == PAR_RECOMPUTE_SELECTIVE && p->tr.flash_attention)
@@ -1560,7 +1568,8 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			l->dp = dp, l->ep = eps[ei], l->zero = z;
 			/* sp 2: sequence parallelism with its collectives
 			 * overlapped (parallel.tp_overlap) */
-			l->sp = sp > 0, l->tp_overlap = sp == 2;
+			l->sp = sp > 0;
+			l->tp_overlap = sp > 0 && (both_ov ? sp == 2 : p->base.tp_overlap);
 			l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;

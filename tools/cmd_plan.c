@@ -351,8 +351,14 @@ static void print_families(const struct scn_plan_layout *v, size_t n, int moe, i
 	printf("\nWhy not another family? The best simulated layout of each:\n");
 	printf("%-22s %-54s %10s %8s  %s\n", "family", "layout", "step(s)", "vs #1",
 	       "what separates it from #1 (critical rank)");
+	/* TP overlapped and blocking: only where the plan tried both */
+	int ov = 0, blocking = 0;
+	for (size_t i = 0; i < n; i++)
+		ov |= par_plan_in_family(8, &v[i].c), blocking |= par_plan_in_family(9, &v[i].c);
 	for (unsigned f = 0; f < PAR_PLAN_NFAMILIES; f++) {
 		if ((f == 6 && !moe) || (f == 7 && moe))   /* EP; zero bubble: not with MoE */
+			continue;
+		if ((f == 8 || f == 9) && !(ov && blocking))
 			continue;
 		size_t best = n;
 		for (size_t i = 0; i < n; i++)

@@ -126,8 +126,22 @@ sqlite3 "$T/v6.db" "ALTER TABLE plan_layouts DROP COLUMN schedule; PRAGMA user_v
 	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 2 AND schedule IS NULL")" = 0 ] &&
 	ok "version 6 -> 8: the column added, old rows NULL" || bad "v6 -> v8: $(cat "$T/err")"
 
-# parallel.tp_overlap: tried beside blocking TP wherever SP is; --fix and
-# --exclude hold it, the table marks it (+sp+ov), --db keeps it.
+# parallel.tp_overlap: the scenario's (blocking here) unless --fix or
+# --exclude names it, then tried both ways wherever SP is; --set sets the
+# scenario's; the table marks it (+sp+ov), --db keeps it.
+"$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 --json > "$T/dov.json" 2> "$T/err"
+[ "$(rows "$T/dov.json" | grep -c '"tp_overlap":true')" = 0 ] &&
+	[ "$(rows "$T/dov.json" | grep -c '"sp":true')" -ge 1 ] &&
+	ok "by default the scenario's blocking TP" || bad "overlapped rows in a default plan"
+"$CS" plan "$SC" --gpus 16 --analytic 8 --top 1 --set parallel.tp_overlap=true --json \
+	> "$T/sov.json" 2> "$T/err" &&
+	[ "$(rows "$T/sov.json" | grep -c '"sp":true.*"tp_overlap":false')" = 0 ] &&
+	[ "$(rows "$T/sov.json" | grep -c '"sp":false.*"tp_overlap":true')" = 0 ] &&
+	[ "$(rows "$T/sov.json" | grep -c '"tp_overlap":true')" -ge 1 ] &&
+	ok "--set parallel.tp_overlap=true: every SP row overlapped" || bad "--set tp_overlap: $(cat "$T/err")"
+"$CS" plan "$SC" --gpus 16 --analytic 40 --top 1 --fix tp_overlap=true --fix tp_overlap=false \
+	2>/dev/null | grep -q "^blocking TP  *tp" && ok "both tried: the TP families in the table" ||
+	bad "no blocking TP family"
 "$CS" plan "$SC" --gpus 16 --analytic 6 --top 1 --fix tp_overlap=true --json --db "$T/ov.db" \
 	> "$T/ov.json" 2> "$T/err" && ok "plan with --fix tp_overlap=true" ||
 	bad "--fix tp_overlap: $(cat "$T/err")"
