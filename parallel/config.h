@@ -81,6 +81,10 @@ struct par_ddp {
 	 * forward (Megatron-Core --overlap-param-gather, which also overlaps
 	 * ZeRO-1's gradient reduce-scatters with the last backward). */
 	bool overlap_param_gather;
+	/* ZeRO-1: reduce-scatter each bucket as it fills during the last
+	 * micro-batch's backward (Megatron-Core --overlap-grad-reduce; implied
+	 * by overlap_param_gather, as Megatron requires it with that). */
+	bool overlap_grad_reduce;
 	/* Keep and reduce gradients in fp32 with a 16-bit precision (Megatron's
 	 * --accumulate-allreduce-grads-in-fp32, its default with bf16). */
 	bool fp32_grads;

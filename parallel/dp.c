@@ -119,5 +119,10 @@ int par_dp_check(const struct par_dp_env *e, char *err, size_t errlen)
 		return sim_errf(err, errlen, "parallel.ddp.overlap_param_gather: the parameters "
 				"gathered after the step are ZeRO-1's and ZeRO-2's (parallel.zero 1 or "
 				"2), not %s's", s->title);
+	if (l->ddp.overlap_grad_reduce && strcmp(s->name, "zero1"))
+		return sim_errf(err, errlen, "parallel.ddp.overlap_grad_reduce: overlaps ZeRO-1's "
+				"reduce-scatters (parallel.zero 1), not %s's; DDP's all-reduces overlap "
+				"with parallel.ddp.overlap, ZeRO-2 and 3 reduce as buckets fill anyway",
+				s->title);
 	return s->check ? s->check(e, err, errlen) : 0;
 }

@@ -2,7 +2,8 @@
  * dp_zero1.c - ZeRO stage 1 (DeepSpeed; Megatron's distributed optimizer):
  * optimizer states sharded over the data-parallel group. The buckets of the
  * last micro-batch are reduce-scattered after its backward (during it with
- * parallel.ddp.overlap_param_gather), the rank steps on its shard, the
+ * parallel.ddp.overlap_grad_reduce or overlap_param_gather, which implies
+ * it), the rank steps on its shard, the
  * updated parameters are all-gathered in buckets after the step (with
  * overlap_param_gather: during the next step's forward). SPEC C18: 2Ψ of
  * communication, as DDP's all-reduce.
@@ -41,11 +42,17 @@ const struct par_dp_strategy par_dp_zero1 = {
 	.beside_s = beside_s,
 };
 
+/* The buckets reduce-scattered during the last backward. */
+static int reduce_in_backward(const struct par_ddp *d)
+{
+	return d->overlap_grad_reduce || d->overlap_param_gather;
+}
+
 static void init(struct builder *b)
 {
 	const struct par_ddp *d = &b->t->layout->ddp;
 	const struct dp_bucket_policy p = {
-		.reduce = SIM_COLL_REDUCESCATTER, .overlap = d->overlap_param_gather,
+		.reduce = SIM_COLL_REDUCESCATTER, .overlap = reduce_in_backward(d),
 		.gather_params = 1, .gather_ahead = d->overlap_param_gather && b->dpn > 1,
 	};
 	par_dpb_init(b, &p);
@@ -53,7 +60,7 @@ static void init(struct builder *b)
 
 static double exposed_s(const struct par_dp_costs *c)
 {
-	int overlap = c->layout->ddp.overlap_param_gather;
+	int overlap = reduce_in_backward(&c->layout->ddp);
 	return par_dpb_plan_reduce(c, SIM_COLL_REDUCESCATTER, 0, overlap, NULL) +
 	       par_dpb_plan_gather(c, NULL);
 }
@@ -68,7 +75,7 @@ static double busy_s(const struct par_dp_costs *c)
 
 static double beside_s(const struct par_dp_costs *c, uint32_t j)
 {
-	return c->layout->ddp.overlap_param_gather
+	return reduce_in_backward(&c->layout->ddp)
 		       ? par_dpb_plan_chunk_s(c, SIM_COLL_REDUCESCATTER, j) : 0;
 }
 

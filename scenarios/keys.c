@@ -229,6 +229,11 @@ static const struct key keys[] = {
 	  "ZeRO-1/2: all-gather the updated parameters bucket by bucket during the next step's "
 	  "forward, and reduce-scatter ZeRO-1's buckets during the last backward (Megatron-Core "
 	  "--overlap-param-gather with --overlap-grad-reduce)" },
+	{ "parallel.ddp.overlap_grad_reduce", KT_BOOL, OFF(parallel.ddp.overlap_grad_reduce), 0,
+	  0, "false", NULL,
+	  "ZeRO-1: reduce-scatter each bucket as it fills during the last micro-batch's backward "
+	  "instead of after it (Megatron-Core --overlap-grad-reduce; overlap_param_gather implies "
+	  "it; DDP's all-reduces: parallel.ddp.overlap)" },
 	{ "parallel.ddp.fp32_grads", KT_BOOL, OFF(parallel.ddp.fp32_grads), 0, 0, "false", NULL,
 	  "keep and reduce gradients in fp32 with bf16 or fp16 training: 4 bytes per gradient "
 	  "(Megatron-LM's default with bf16, --accumulate-allreduce-grads-in-fp32)" },

@@ -167,6 +167,8 @@ f=$(printf 'cluster:\n  preset: bad\nmodel:\n  preset: gpt3-1.3b\ntraining:\n  s
 expect_fail "file: an invalid preset file" "clusters/bad.yaml:6: cluster.network.bandwidth" "$f"
 expect_fail "tp_overlap without sp" "parallel.tp_overlap: .* set parallel.sp: true" "$LESSON" --set parallel.dp=4 \
 	--set parallel.tp=2 --set parallel.tp_overlap=true
+expect_fail "overlap_grad_reduce without ZeRO-1" "parallel.ddp.overlap_grad_reduce: overlaps ZeRO-1" \
+	"$LESSON" --set parallel.ddp.overlap_grad_reduce=true
 # With SP it runs and the overlapped GEMMs are split in pieces.
 "$CS" run "$LESSON" --set parallel.tp=2 --set parallel.dp=4 --set parallel.sp=true --set parallel.tp_overlap=true \
 	--set sim.fidelity=analytic --db "$T/tpo.db" >"$T/out" 2>"$T/err" &&

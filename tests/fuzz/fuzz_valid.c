@@ -397,6 +397,8 @@ static void write_parallel(struct in *in, struct yaml *y, const struct cluster *
 		kv(y, "parallel.ddp.overlap", "false");
 	if ((zero == 1 || zero == 2) && st != FSDP && st != HSDP && one_in(in, 3))
 		kv(y, "parallel.ddp.overlap_param_gather", "true");
+	if (zero == 1 && st != FSDP && st != HSDP && one_in(in, 3))
+		kv(y, "parallel.ddp.overlap_grad_reduce", "true");
 	if (one_in(in, 4))
 		kv(y, "parallel.ddp.fp32_grads", "true");
 	if (st == OFFLOAD) {

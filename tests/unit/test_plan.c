@@ -388,6 +388,36 @@ START_TEST(tp_overlap_against_simulation)
 END_TEST
 
 /*
+ * parallel.ddp.overlap_grad_reduce (Megatron's --overlap-grad-reduce):
+ * ZeRO-1's buckets reduce-scattered as they fill in the last backward.
+ * Llama-3-70B on 512 H100, tp8+sp pp4 dp16: the simulated step is shorter
+ * than with the reduce-scatters after the backward (2.7275 s to 2.6780 s)
+ * and longer than with the parameter gathers overlapped too (2.6032 s),
+ * and the estimate is within 1.5 % of the simulation in all three.
+ */
+START_TEST(overlap_grad_reduce_against_simulation)
+{
+	setup_file(CLUSTERSIM_SRCDIR "/scenarios/llama3-70b-h100x512.yaml", NULL, 0, 512);
+	double sim[3];
+	for (int k = 0; k < 3; k++) {
+		struct par_candidate c = cand(8, 4, 1, 16, 1, 1);
+		c.layout.sp = true;
+		c.layout.ddp.overlap_grad_reduce = k == 1;
+		c.layout.ddp.overlap_param_gather = k == 2;
+		ck_assert_int_eq(par_plan_estimate(pl, &c), 0);
+		struct par_report r = simulated(&c, SIM_FIDELITY_ANALYTIC);
+		sim[k] = r.step_time_s;
+		ck_assert_msg(fabs(c.step_s / r.step_time_s - 1) < 0.015,
+			      "case %d: estimate %.4f s, simulated %.4f s", k, c.step_s,
+			      r.step_time_s);
+	}
+	ck_assert_msg(sim[1] < sim[0] && sim[2] < sim[1], "after %.4f s, grad reduce %.4f s, "
+		      "param gather %.4f s", sim[0], sim[1], sim[2]);
+	teardown();
+}
+END_TEST
+
+/*
  * ZB-H1 from the scenario: the estimate takes each stage's weight-gradient
  * passes into the drain and the data-parallel buckets closing in the last
  * W pass. Llama-3-70B on 512 H100, tp8+sp pp4 dp16, DDP and ZeRO-1: within
@@ -518,6 +548,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(t, ddp_beside_pipeline_against_simulation);
 	tcase_add_test(t, zbh1_against_simulation);
 	tcase_add_test(t, tp_overlap_against_simulation);
+	tcase_add_test(t, overlap_grad_reduce_against_simulation);
 	tcase_add_test(t, zbh1_edges_against_simulation);
 	tcase_add_test(t, reserve_from_the_table);
 	suite_add_tcase(su, t);
