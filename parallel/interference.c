@@ -14,6 +14,8 @@
  */
 #include "parallel/train-int.h"
 
+#include <string.h>
+
 /* op as the compute model's kind of kernel. */
 static struct par_op kernel_of(const struct par_interf_state *s, const struct sim_op *op)
 {
@@ -27,20 +29,40 @@ static struct par_op kernel_of(const struct par_interf_state *s, const struct si
 	return o;
 }
 
+/* The factor for op beside `blocks` (comm: of the communication beside
+ * it), from the memo or the compute model's curves. */
+static double memo_factor(struct par_interf_state *s, const struct sim_op *op, unsigned blocks,
+			  int comm)
+{
+	uint64_t a, b;
+	memcpy(&a, &op->flops, sizeof(a));
+	memcpy(&b, &op->bytes, sizeof(b));
+	uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full) ^
+		     ((uint64_t)(uintptr_t)op->kernel * 0x165667b19e3779f9ull) ^
+		     ((uint64_t)blocks << 1 | (uint64_t)comm);
+	struct par_interf_memo *m = &s->memo[(h ^ h >> 29) % PAR_INTERF_MEMO];
+	if (m->used && m->flops == op->flops && m->bytes == op->bytes && m->kernel == op->kernel &&
+	    m->blocks == blocks && m->comm == comm)
+		return m->f;
+	struct par_op o = kernel_of(s, op);
+	double f = comm ? par_comm_interference(s->cm, &o, blocks)
+			: par_compute_interference(s->cm, &o, blocks);
+	*m = (struct par_interf_memo){ .flops = op->flops, .bytes = op->bytes, .f = f,
+				       .kernel = op->kernel, .blocks = blocks,
+				       .comm = (uint8_t)comm, .used = 1 };
+	return f;
+}
+
 static double interf_factor(void *ctx, uint32_t rank, const struct sim_op *op, unsigned blocks)
 {
-	const struct par_interf_state *s = ctx;
 	(void)rank;
-	struct par_op o = kernel_of(s, op);
-	return par_compute_interference(s->cm, &o, blocks);
+	return memo_factor(ctx, op, blocks, 0);
 }
 
 static double interf_comm(void *ctx, uint32_t rank, const struct sim_op *beside, unsigned blocks)
 {
-	const struct par_interf_state *s = ctx;
 	(void)rank;
-	struct par_op o = kernel_of(s, beside);
-	return par_comm_interference(s->cm, &o, blocks);
+	return memo_factor(ctx, beside, blocks, 1);
 }
 
 void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim)

@@ -213,10 +213,19 @@ void par_report_steps(double *step_s, uint32_t n, struct par_report *r);
 
 /* Interference (interference.c): the compute model's curves hooked into the
  * sim's engine (sim_set_interference) for a step with t->interference. */
+#define PAR_INTERF_MEMO 512
 struct par_interf_state {
 	const struct par_compute_model *cm;
 	double ridge;                 /* FLOP per byte: below, memory-bound   */
 	const char *attn[2];          /* the attention kernels' names         */
+	/* The factors asked before, by op fields and blocks (direct-mapped:
+	 * a step asks for the same few kernels again and again). */
+	struct par_interf_memo {
+		double flops, bytes, f;
+		const char *kernel;
+		unsigned blocks;
+		uint8_t comm, used;
+	} memo[PAR_INTERF_MEMO];
 };
 void par_interf_begin(struct par_interf_state *s, const struct par_train *t, struct sim *sim);
 /* The host (host.c): the compute model's costs per call hooked into the
