@@ -16,9 +16,10 @@
  *   zero2  shards gradients too: reduce-scatters each bucket during the
  *          backward of every micro-batch (the shard accumulates), steps,
  *          all-gathers.
- * With ddp.overlap_param_gather (Megatron-Core's distributed optimizer with
- * --overlap-param-gather and --overlap-grad-reduce) ZeRO-1 reduce-scatters
- * each bucket during the last micro-batch's backward, and the updated
+ * With ddp.overlap_grad_reduce (Megatron-Core's --overlap-grad-reduce), or
+ * ddp.overlap_param_gather, which implies it, ZeRO-1 reduce-scatters each
+ * bucket during the last micro-batch's backward; with overlap_param_gather
+ * (--overlap-param-gather) the updated
  * parameters are all-gathered during the next step's forward instead of
  * after the step: in this step's program (the steady state), the gathers of
  * the previous update start at once, bucket by bucket in forward order

@@ -359,7 +359,7 @@ uint32_t par_plan_key_value(const struct par_candidate *c, enum par_plan_key k)
 	case PAR_PK_ZERO: return l->zero;
 	case PAR_PK_RECOMPUTE: return (uint32_t)c->recompute;
 	case PAR_PK_SCHEDULE: return l->schedule;
-	case PAR_PK_TP_OVERLAP: return l->tp_overlap;
+	case PAR_PK_TP_OVERLAP: return l->tp > 1 && l->sp && l->tp_overlap;
 	case PAR_PK_N: break;
 	}
 	BUG("unknown plan key %d", (int)k);
@@ -662,7 +662,7 @@ static double tp_overlap_extra_s(const struct par_planner *p, const struct par_o
 	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
 	int inside = p->cl.kind != TOPO_IDEAL && tp <= gpn;
 	struct par_op piece;
-	par_tp_piece(o, tp, &piece);
+	par_tp_piece(o, tp, p->tr.precision, &piece);
 	double kernel = par_compute_time_s(p->cm, o), c = par_compute_time_s(p->cm, &piece);
 	double step = hop_s(p, bytes / tp, inside);
 	if (!p->interference)
@@ -1570,6 +1570,11 @@ void par_plan_each(struct par_planner *p, void (*fn)(void *ctx, struct par_candi
 			 * overlapped (parallel.tp_overlap) */
 			l->sp = sp > 0;
 			l->tp_overlap = sp > 0 && (both_ov ? sp == 2 : p->base.tp_overlap);
+			/* the scenario's DP overlap options where the stage has
+			 * them (ZeRO-1's reduce-scatters; ZeRO-1 and 2's gathers) */
+			l->ddp.overlap_grad_reduce = p->base.ddp.overlap_grad_reduce && z == 1;
+			l->ddp.overlap_param_gather = p->base.ddp.overlap_param_gather &&
+						      (z == 1 || z == 2);
 			l->fsdp.enabled = false, l->strategy = 0;  /* by zero */
 			l->schedule = l->vpp > 1 ? inter : p->base.schedule == inter ? f1b1
 				      : p->base.schedule;

@@ -116,10 +116,11 @@ unsigned par_tp_op_colls(const struct par_op *o, enum par_phase ph, bool sp, dou
 /* Whether parallel.tp_overlap pipelines op o's sequence-parallel
  * collective with it (tp.c: the transformer layer's linear layers). */
 int par_tp_overlaps(const struct par_op *o);
-/* One of the t pieces parallel.tp_overlap splits GEMM o into: a t-th of
- * its rows (m), of its FLOPs and of its activations' bytes, the weight
- * read whole. */
-void par_tp_piece(const struct par_op *o, uint32_t t, struct par_op *piece);
+/* One of the t pieces parallel.tp_overlap splits GEMM o (of precision
+ * prec) into: a t-th of its rows (m), of its FLOPs and of its inputs' and
+ * outputs' bytes, the weight read whole. */
+void par_tp_piece(const struct par_op *o, uint32_t t, enum par_precision prec,
+		  struct par_op *piece);
 /* SPEC C30: a kernel of kernel_s in t pieces pipelined with t - 1 ring
  * steps of step_s each: kernel_s / t + (t - 1) max(kernel_s / t, step_s). */
 double par_tp_overlap_s(uint32_t t, double kernel_s, double step_s);

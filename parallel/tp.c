@@ -88,14 +88,19 @@ int par_tp_overlaps(const struct par_op *o)
 	}
 }
 
-void par_tp_piece(const struct par_op *o, uint32_t t, struct par_op *piece)
+void par_tp_piece(const struct par_op *o, uint32_t t, enum par_precision prec,
+		  struct par_op *piece)
 {
 	*piece = *o;
 	piece->m = o->m / t;
 	piece->flops = o->flops / t;
-	double all = o->m * o->k + o->k * o->n + o->m * o->n;
-	if (all > 0)   /* the weight read whole, the rows' inputs and outputs a t-th */
-		piece->bytes = o->bytes * (piece->m * o->k + o->k * o->n + piece->m * o->n) / all;
+	/* model.c's bytes: eg (m k + k n) inputs and weight, ea m n output; the
+	 * weight read whole, the rows' inputs and outputs a t-th */
+	double eg = par_precision_bytes(prec), mn = o->m * o->n;
+	if (mn > 0) {
+		double ea = (o->bytes - eg * (o->m * o->k + o->k * o->n)) / mn;
+		piece->bytes = eg * (piece->m * o->k + o->k * o->n) + ea * piece->m * o->n;
+	}
 }
 
 double par_tp_overlap_s(uint32_t t, double kernel_s, double step_s)
@@ -161,7 +166,7 @@ int par_tp_overlapped(struct builder *b, const struct par_op *o, enum par_phase 
 		ph == PAR_BWD && !o->recompute ? "bwd" : "fwd", o->name, sim_coll_op_name(r->op));
 	uint32_t start = b->last_compute, recv = NO_OP;
 	struct par_op part;
-	par_tp_piece(o, t, &part);
+	par_tp_piece(o, t, b->t->training->precision, &part);
 	sim_ps piece_ps = sim_ps_from_s(par_compute_time_s(b->t->compute, &part));
 	for (uint32_t k = 0; k < t; k++) {
 		if (k && r->before)

@@ -414,7 +414,7 @@ int64_t scn_plan_store(struct sqlite3 *db, const struct scn_plan_head *h,
 		};
 		snprintf(r->recompute, sizeof(r->recompute), "%s", rc_names[x->c.recompute]);
 		snprintf(r->schedule, sizeof(r->schedule), "%s", par_schedule(l->schedule)->name);
-		r->tp_overlap = l->tp_overlap;
+		r->tp_overlap = par_plan_key_value(&x->c, PAR_PK_TP_OVERLAP);
 		figs_of(&x->r, r->fig);
 		if (isnan(x->sim_s))
 			for (int j = 0; j < SIM_STORE_PLAN_FIGS; j++)

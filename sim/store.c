@@ -650,7 +650,7 @@ static int store_user_version(struct sim_store *st)
 }
 
 /*
- * A database of version 3 to 6: the columns it lacks (the ops' labels in
+ * A database of version 3 to 7: the columns it lacks (the ops' labels in
  * op_defs, version 5; the ranks' interference_ps, version 6; the plan
  * layouts' schedule, version 7, and tp_overlap, version 8, where it has
  * plan_layouts: store_schema

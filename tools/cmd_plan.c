@@ -277,7 +277,7 @@ static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus
 	const char *text = cli_str(a, "compare", "scenario");
 	*c = (struct par_candidate){ .layout = s->parallel, .micro_batch = s->training.micro_batch,
 				     .recompute = s->training.recompute };
-	int dp_given = 0, sched_given = 0;
+	int dp_given = 0, sched_given = 0, ov_given = 0;
 	if (strcmp(text, "scenario")) {
 		char buf[512];
 		snprintf(buf, sizeof(buf), "%s", text);
@@ -291,11 +291,16 @@ static int compare_layout(struct cli_args *a, const struct scn *s, uint32_t gpus
 			par_plan_key_set(c, r.key, r.value);
 			dp_given |= r.key == PAR_PK_DP;
 			sched_given |= r.key == PAR_PK_SCHEDULE;
+			ov_given |= r.key == PAR_PK_TP_OVERLAP;
 			if (r.key == PAR_PK_ZERO)
 				c->layout.strategy = 0, c->layout.fsdp.enabled = false;
 		}
 	}
 	struct par_layout *l = &c->layout;
+	/* as the plan runs it: blocking where there is no SP to overlap
+	 * (unless named with tp_overlap=, which the checks then judge) */
+	if (!ov_given && !(l->sp && l->tp > 1))
+		l->tp_overlap = false;
 	uint64_t mp = (uint64_t)l->tp * l->cp * l->pp;
 	if (!dp_given && mp && gpus % mp == 0)
 		l->dp = (uint32_t)(gpus / mp);

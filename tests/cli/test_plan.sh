@@ -126,6 +126,18 @@ sqlite3 "$T/v6.db" "ALTER TABLE plan_layouts DROP COLUMN schedule; PRAGMA user_v
 	[ "$(sqlite3 "$T/v6.db" "SELECT count(*) FROM plan_layouts WHERE plan_id = 2 AND schedule IS NULL")" = 0 ] &&
 	ok "version 6 -> 8: the column added, old rows NULL" || bad "v6 -> v8: $(cat "$T/err")"
 
+# The scenario's DP overlap options apply where the ZeRO stage has them:
+# they do not make the other stages' layouts invalid.
+inv() { "$CS" plan "$SC" --gpus 16 --analytic 2 --top 0 "$@" 2>&1 | sed -n 's/.*(\([0-9]*\) invalid.*/\1/p'; }
+[ "$(inv)" = "$(inv --set parallel.ddp.overlap_grad_reduce=true)" ] &&
+	[ "$(inv)" = "$(inv --set parallel.ddp.overlap_param_gather=true)" ] &&
+	ok "ddp overlap options leave the other stages valid" || bad "ddp overlap options: $(inv) invalid without"
+# --compare: a layout without SP runs blocking TP whatever the scenario's
+# tp_overlap (as the plan runs it).
+"$CS" plan "$SC" --gpus 16 --analytic 4 --top 1 --set parallel.tp_overlap=true \
+	--compare tp=2,sp=false > /dev/null 2> "$T/err" && ok "--compare sp=false with tp_overlap set" ||
+	bad "--compare sp=false: $(cat "$T/err")"
+
 # parallel.tp_overlap: the scenario's (blocking here) unless --fix or
 # --exclude names it, then tried both ways wherever SP is; --set sets the
 # scenario's; the table marks it (+sp+ov), --db keeps it.
