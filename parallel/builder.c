@@ -161,13 +161,13 @@ uint32_t par_b_emit_ops(struct builder *b, const char *where, enum par_phase ph,
 			b->dp->kernel_begin(b, o, ph);
 		sim_fmt(name, sizeof(name), "%s.%s.%s.%s%s", where, mb,
 			ph == PAR_FWD ? "fwd" : "bwd", o->recompute ? "re." : "", o->name);
-		sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 		enum sim_phase lp = par_b_phase(ph, o);
 		if (lp == SIM_PHASE_FWD && b->recomputing)
 			lp = SIM_PHASE_RECOMPUTE;
 		else if (lp == SIM_PHASE_BWD && b->weight_pass)
 			lp = SIM_PHASE_WEIGHT;
 		if (!par_tp_overlapped(b, o, ph, where, name, lp)) {
+			sim_ps d = sim_ps_from_s(par_compute_time_s(t->compute, o));
 			b->last_compute = sim_program_compute(b->prog, STREAM_COMPUTE, name, d,
 							      o->flops, o->bytes);
 			par_b_label(b, lp, 1, o->name);

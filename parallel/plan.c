@@ -545,6 +545,25 @@ static double hop_s(const struct par_planner *p, double n, int inside)
 		      : p->cl.net_lat_s + n / p->cl.net_bw_Bps;
 }
 
+/* Whether a group of n consecutive ranks lies inside one NVLink domain. */
+static int inside_node(const struct par_planner *p, uint64_t n)
+{
+	return p->cl.kind != TOPO_IDEAL && n <= p->cl.gpus_per_node;
+}
+
+/* A message of n bytes sent beside kernel o (hop_s): with
+ * compute.interference, a transfer inside a node runs slower beside it (the
+ * send's and the receive's blocks; the engine slows NVLink transfers only). */
+static double hop_beside_s(const struct par_planner *p, double n, int inside,
+			   const struct par_op *o)
+{
+	double t = hop_s(p, n, inside);
+	if (!p->interference || !inside)
+		return t;
+	double lat = p->cl.nvlink_lat_s;
+	return lat + (t - lat) * par_comm_interference(p->cm, o, 2);
+}
+
 /*
  * One attention op under context parallelism, as cp.c runs it, on the CP
  * rank with the most to do (the last, for contiguous blocks). Ring: round
@@ -556,8 +575,7 @@ static double hop_s(const struct par_planner *p, double n, int inside)
 static double cp_attention_s(const struct par_planner *p, const struct par_op *o,
 			     const struct par_training *local, uint32_t tp, uint32_t cp, int bwd)
 {
-	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
-	int inside = p->cl.kind != TOPO_IDEAL && (uint64_t)tp * cp <= gpn;
+	int inside = inside_node(p, (uint64_t)tp * cp);
 	const struct par_model *m = &p->m;
 	if (p->base.cp_algo == PAR_CP_ULYSSES) {
 		double heads = (double)m->heads / tp, kv = (double)m->kv_heads / tp;
@@ -573,19 +591,15 @@ static double cp_attention_s(const struct par_planner *p, const struct par_op *o
 	struct par_op r = *o;
 	r.bytes = sz.q_bytes + sz.kv_bytes;
 	double send = hop_s(p, sz.kv_bytes, inside), t = 0;
-	double lat = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
 	for (uint32_t k = 0; k < cp; k++) {
 		double share = par_cp_ring_share(p->base.cp_algo, cp - 1, k), c = 0, sk = send;
 		if (share > 0) {
 			r.flops = share * sz.full_flops;
 			c = par_compute_time_s(p->cm, &r);
 			/* The block travels beside the round's attention: with
-			 * compute.interference each slows the other (the send's
-			 * and the receive's block beside the kernel; the engine
-			 * slows a transfer inside a node only). */
+			 * compute.interference each slows the other. */
 			if (p->interference && k + 1 < cp) {
-				if (inside)
-					sk = lat + (send - lat) * par_comm_interference(p->cm, &r, 2);
+				sk = hop_beside_s(p, sz.kv_bytes, inside, &r);
 				c *= par_compute_interference(p->cm, &r, 2);
 			}
 		}
@@ -659,17 +673,13 @@ static double experts_s(const struct par_planner *p, const struct par_training *
 static double tp_overlap_extra_s(const struct par_planner *p, const struct par_op *o,
 				 double bytes, uint32_t tp, int gather)
 {
-	uint32_t gpn = p->cl.kind == TOPO_IDEAL ? 1 : p->cl.gpus_per_node;
-	int inside = p->cl.kind != TOPO_IDEAL && tp <= gpn;
+	int inside = inside_node(p, tp);
 	struct par_op piece;
 	par_tp_piece(o, tp, p->tr.precision, &piece);
 	double kernel = par_compute_time_s(p->cm, o), c = par_compute_time_s(p->cm, &piece);
-	double step = hop_s(p, bytes / tp, inside);
+	double step = hop_beside_s(p, bytes / tp, inside, &piece);
 	if (!p->interference)
 		return par_tp_overlap_s(tp, c * tp, step) - kernel;
-	double lat = inside ? p->cl.nvlink_lat_s : p->cl.net_lat_s;
-	if (inside)
-		step = lat + (step - lat) * par_comm_interference(p->cm, &piece, 2);
 	double slow = c * par_compute_interference(p->cm, &piece, 2), at = c, ring = 0;
 	double eps = 1e-12 * (kernel + tp * step);
 	double tie = (c + slow) / 2;

@@ -99,6 +99,14 @@ static int read_table(const struct validation *v, const char *name,
 	return fail(VAL_BADINPUT, err, errlen, "%s", e);
 }
 
+/* Each metric's name in cases.csv and the JSON, and its label on the page. */
+static const struct { const char *name, *label; } metrics[] = {
+	[VAL_TFLOPS] = { "achieved_tflops_per_gpu", "TFLOP/s per GPU" },
+	[VAL_ITERATION] = { "iteration_time", "iteration s" },
+	[VAL_MODEL_STATES] = { "model_state_memory_per_gpu", "model states GB" },
+	[VAL_TOKENS] = { "tokens_per_s_per_gpu", "tokens/s per GPU" },
+};
+
 static int read_cases(struct validation *v, char *err, size_t errlen)
 {
 	static const char *const names[] = { "id", "file", "group", "metric", "value", "unit",
@@ -120,14 +128,11 @@ static int read_cases(struct validation *v, char *err, size_t errlen)
 		c->formula = xstrdup(sheet_cell(&sh, r, col[6]));
 		c->source = xstrdup(sheet_cell(&sh, r, col[7]));
 		c->predicted = -1;
-		if (!strcmp(metric, "achieved_tflops_per_gpu"))
-			c->metric = VAL_TFLOPS;
-		else if (!strcmp(metric, "iteration_time"))
-			c->metric = VAL_ITERATION;
-		else if (!strcmp(metric, "model_state_memory_per_gpu"))
-			c->metric = VAL_MODEL_STATES;
-		else if (!strcmp(metric, "tokens_per_s_per_gpu"))
-			c->metric = VAL_TOKENS;
+		size_t mi = 0;
+		while (mi < ARRAY_SIZE(metrics) && strcmp(metric, metrics[mi].name))
+			mi++;
+		if (mi < ARRAY_SIZE(metrics))
+			c->metric = (enum val_metric)mi;
 		else
 			rc = fail(VAL_BADINPUT, err, errlen, "%s:%zu: column 'metric': expected "
 				       "achieved_tflops_per_gpu, iteration_time, "
@@ -404,8 +409,7 @@ struct val_stats val_coll_stats(const struct val_coll *c, double min_bytes)
 
 static const char *metric_label(enum val_metric m)
 {
-	return m == VAL_TFLOPS ? "TFLOP/s per GPU" : m == VAL_ITERATION ? "iteration s"
-	       : m == VAL_TOKENS ? "tokens/s per GPU" : "model states GB";
+	return (size_t)m < ARRAY_SIZE(metrics) ? metrics[m].label : "?";
 }
 
 static void print_calibration(FILE *f, const struct validation *v)
@@ -554,9 +558,7 @@ void val_write_json(FILE *f, const struct validation *v)
 		const struct val_case *c = &v->cases[i];
 		fprintf(f, "%s{\"id\": \"%s\", \"group\": \"%s\", \"metric\": \"%s\", "
 		       "\"measured\": %g, \"predicted\": ", i ? ", " : "", c->id, c->group,
-		       c->metric == VAL_TFLOPS ? "achieved_tflops_per_gpu"
-		       : c->metric == VAL_ITERATION ? "iteration_time"
-		       : c->metric == VAL_TOKENS ? "tokens_per_s_per_gpu" : "model_state_memory_per_gpu",
+		       metrics[c->metric].name,
 		       c->measured);
 		if (c->predicted < 0)
 			fprintf(f, "null, \"error\": null}");
